@@ -1,0 +1,1 @@
+"""One module per backend, each behind a small async protocol with an in-memory twin."""

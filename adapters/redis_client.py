@@ -1,0 +1,120 @@
+"""Opening a Redis client (standalone or Cluster) and running commands on it safely.
+
+Every call has a timeout: the socket timeouts of the client and an overall deadline
+around each round trip. redis-py exceptions are translated here into the hierarchy of
+``adapters.errors`` and never travel further up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import redis.asyncio as aioredis
+import redis.exceptions as rexc
+from redis.asyncio.cluster import RedisCluster
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from openrl_inspect.adapters.errors import (
+    BackendError,
+    BackendProtocolError,
+    BackendTimeout,
+    BackendUnavailable,
+)
+
+BACKEND = "redis"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RedisSettings:
+    """Where OpenRL's state lives. Env prefix ``OPENRL_INSPECT_REDIS_``."""
+
+    url: str = "redis://127.0.0.1:6379/0"
+    cluster: bool = False
+    timeout_s: float = 2.0
+    connect_timeout_s: float = 1.0
+    max_connections: int = 32
+
+
+class Pipe(Protocol):
+    """The part of a redis-py pipeline the adapters use (sync and async alike)."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class RoundTrips:
+    """Counts network round trips: one per pipeline or single command executed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
+    """Build (not yet connect) an asyncio client for ``settings``."""
+    common: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_timeout": settings.timeout_s,
+        "socket_connect_timeout": settings.connect_timeout_s,
+        # One quick retry for a dropped connection, not redis-py's default of several,
+        # so a dead Redis costs a request about one timeout, not many.
+        "retry": Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
+    }
+    if settings.cluster:
+        return RedisCluster.from_url(
+            settings.url, max_connections=settings.max_connections, **common
+        )
+    return aioredis.Redis.from_url(
+        settings.url, max_connections=settings.max_connections, **common
+    )
+
+
+def translate(exc: BaseException) -> BackendError:
+    """Map a redis-py (or asyncio) exception to our hierarchy; the message is safe to show."""
+    if isinstance(exc, BackendError):
+        return exc
+    if isinstance(exc, rexc.TimeoutError | asyncio.TimeoutError | TimeoutError):
+        return BackendTimeout(BACKEND, "Redis did not answer in time")
+    if isinstance(exc, rexc.AuthenticationError | rexc.AuthorizationError):
+        return BackendUnavailable(BACKEND, "Redis refused the inspector's credentials")
+    if isinstance(exc, rexc.NoPermissionError):
+        return BackendUnavailable(BACKEND, "Redis refused a command (ACL)")
+    if isinstance(exc, rexc.ConnectionError | ConnectionError | OSError):
+        return BackendUnavailable(BACKEND, "Redis is unreachable")
+    if isinstance(exc, rexc.RedisClusterException):
+        return BackendUnavailable(BACKEND, "Redis Cluster is not available")
+    if isinstance(exc, rexc.ResponseError):
+        return BackendProtocolError(BACKEND, "Redis rejected a command")
+    return BackendProtocolError(BACKEND, "Redis gave an unexpected answer")
+
+
+async def run(
+    client: aioredis.Redis | RedisCluster,
+    build: Callable[[Pipe], None],
+    *,
+    deadline_s: float,
+    trips: RoundTrips,
+) -> list[Any]:
+    """Queue commands with ``build`` on one non-transactional pipeline and execute it.
+
+    One call is one round trip (one per node on a Cluster), whatever ``build`` queued.
+    """
+    pipe: Any = client.pipeline(transaction=False)
+    build(pipe)
+    if len(pipe) == 0:
+        return []
+    trips.count += 1
+    return await guarded(pipe.execute(), deadline_s)
+
+
+async def guarded(call: Awaitable[T], deadline_s: float) -> T:
+    try:
+        async with asyncio.timeout(deadline_s):
+            return await call
+    except BackendError:
+        raise
+    except Exception as exc:  # translated, never leaked: see module docstring
+        raise translate(exc) from exc

@@ -1,0 +1,295 @@
+"""The Redis adapter: OpenRL's state (docs/redis-schema.md) read in batches.
+
+Every method takes a batch of keys and costs one pipeline round trip (one per node on a
+Cluster) whatever the batch size, returning one result per key in key order, ``None``
+for a miss. Only index reads: hashes by key and sorted sets by range, never ``KEYS`` and
+never ``SCAN``.
+
+The in-memory twin is this same class over an in-process fakeredis
+(``RedisStateStore.in_memory``): the demo and unit tests then exercise the real
+command path, and the twin cannot drift from the real adapter's semantics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+
+from openrl_inspect.adapters.errors import BackendProtocolError, SchemaVersionError
+from openrl_inspect.adapters.redis_client import (
+    BACKEND,
+    Pipe,
+    RedisSettings,
+    RoundTrips,
+    connect,
+    guarded,
+    run,
+)
+from openrl_inspect.state import keys
+from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
+from openrl_inspect.state.records import (
+    DecodeError,
+    ModelRecord,
+    OpRecord,
+    PlacementRecord,
+    SessionRecord,
+    StepRecord,
+    WorkerRecord,
+)
+
+# Extra members fetched past a page so that items sharing the cursor's score can be
+# skipped without a second round trip; more ties than this cost one more trip.
+_TIE_SLACK = 32
+_VERSION_CHECK_EVERY_S = 10.0
+
+
+class StateStore(Protocol):
+    """Reads of OpenRL's state. Batch in, one result per key out, in key order."""
+
+    async def check_schema(self) -> None: ...
+
+    async def ready(self) -> None: ...
+
+    async def pages(self, requests: Sequence[PageRequest]) -> list[Page]: ...
+
+    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | None]: ...
+
+    async def models(self, ids: Sequence[str]) -> list[ModelRecord | None]: ...
+
+    async def steps(self, keys: Sequence[tuple[str, int]]) -> list[StepRecord | None]: ...
+
+    async def ops(self, keys: Sequence[tuple[str, str]]) -> list[OpRecord | None]: ...
+
+    async def op_models(self, op_ids: Sequence[str]) -> list[str | None]: ...
+
+    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | None]: ...
+
+    async def placements(self, keys: Sequence[tuple[str, str]]) -> list[PlacementRecord | None]: ...
+
+
+def list_key(ref: ListRef) -> str:
+    """The sorted set behind a ``ListRef``."""
+    kind, owner = ref.kind, ref.owner
+    if kind == "sessions":
+        return keys.SESSIONS_LIVE if owner == ("live",) else keys.SESSIONS_CLOSED
+    if kind == "models_in_state":
+        return keys.models_in_state(owner[0])
+    if kind == "session_models":
+        return keys.session_models(owner[0])
+    if kind == "steps":
+        return keys.steps(owner[0])
+    if kind == "step_ops":
+        return keys.step_ops(owner[0], int(owner[1]))
+    if kind == "open_ops":
+        return keys.open_ops(owner[0])
+    if kind == "model_workers":
+        return keys.model_workers(owner[0])
+    if kind == "placements":
+        return keys.placements(owner[0])
+    if kind == "workers":
+        return keys.WORKERS
+    raise ValueError(f"unknown list kind {kind!r}")
+
+
+def _pairs(raw: Any) -> list[tuple[str, float]]:
+    # RESP3 answers WITHSCORES as [member, score] lists, RESP2 as tuples.
+    return [(str(m), float(s)) for m, s in raw]
+
+
+class RedisStateStore:
+    """``StateStore`` over redis.asyncio, standalone or Cluster."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis | RedisCluster,
+        *,
+        timeout_s: float = 2.0,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._deadline = timeout_s
+        self._clock = clock
+        self._version_checked_at: float | None = None
+        self.trips = RoundTrips()
+
+    @classmethod
+    def from_settings(cls, settings: RedisSettings) -> RedisStateStore:
+        return cls(connect(settings), timeout_s=settings.timeout_s + 0.5)
+
+    @classmethod
+    def in_memory(cls, server: Any = None) -> RedisStateStore:
+        """The twin: this adapter over an in-process fakeredis (shared via ``server``)."""
+        import fakeredis
+
+        client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+        return cls(client)
+
+    @property
+    def client(self) -> aioredis.Redis | RedisCluster:
+        return self._client
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def _run(self, build: Any) -> list[Any]:
+        await self.check_schema()
+        return await run(self._client, build, deadline_s=self._deadline, trips=self.trips)
+
+    async def ready(self) -> None:
+        """Readiness: reach Redis now and check the schema version, whatever the cache."""
+        self._version_checked_at = None
+        await self.check_schema()
+
+    async def check_schema(self) -> None:
+        """Refuse data written by a newer schema than this reader understands.
+
+        Checked at most every few seconds, not per request: an upgrade of the writers
+        is rare, and this keeps a request's round trips fixed.
+        """
+        now = self._clock()
+        if self._version_checked_at is not None and (
+            now - self._version_checked_at < _VERSION_CHECK_EVERY_S
+        ):
+            return
+        self.trips.count += 1
+        raw = await guarded(self._client.get(keys.SCHEMA_VERSION_KEY), self._deadline)
+        if raw is not None:
+            try:
+                version = int(raw)
+            except ValueError:
+                raise BackendProtocolError(BACKEND, "schema version key is not a number") from None
+            if version > keys.SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    BACKEND,
+                    f"state schema version {version} is newer than this inspector "
+                    f"understands ({keys.SCHEMA_VERSION}); upgrade openrl-inspect",
+                )
+        self._version_checked_at = now
+
+    # -- lists ---------------------------------------------------------------------
+
+    async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
+        def build(pipe: Pipe) -> None:
+            for req in requests:
+                _queue_page(pipe, req, offset=0)
+
+        raw = await self._run(build)
+        pages: list[Page] = []
+        for i, req in enumerate(requests):
+            fetched = _pairs(raw[2 * i])
+            total = int(raw[2 * i + 1])
+            pages.append(await self._finish_page(req, fetched, total))
+        return pages
+
+    async def _finish_page(
+        self, req: PageRequest, fetched: list[tuple[str, float]], total: int
+    ) -> Page:
+        want = req.first + 1
+        items = _after(req, fetched)
+        offset = 0
+        # Only when more than _TIE_SLACK members share the cursor's score: walk on.
+        while len(items) < want and len(fetched) == req.first + 1 + _TIE_SLACK + offset:
+            offset = len(fetched)
+            more = await self._run(lambda pipe: _queue_page(pipe, req, offset=offset))
+            fetched = fetched + _pairs(more[0])
+            items = _after(req, fetched)
+        page_items = [Position(score, member) for member, score in items[: req.first]]
+        return Page(items=page_items, total=total, has_next=len(items) > req.first)
+
+    # -- records ---------------------------------------------------------------------
+
+    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | None]:
+        raw = await self._run(lambda pipe: [pipe.hgetall(keys.session(i)) for i in ids])
+        return [_decode(SessionRecord.from_hash, h) for h in raw]
+
+    async def models(self, ids: Sequence[str]) -> list[ModelRecord | None]:
+        def build(pipe: Pipe) -> None:
+            for mid in ids:
+                pipe.hgetall(keys.model(mid))
+                pipe.zrevrange(keys.steps(mid), 0, 0, withscores=True)
+                pipe.zcard(keys.steps(mid))
+
+        raw = await self._run(build)
+        out: list[ModelRecord | None] = []
+        for i in range(len(ids)):
+            h, latest, kept = raw[3 * i], _pairs(raw[3 * i + 1]), int(raw[3 * i + 2])
+            latest_step = int(latest[0][1]) if latest else None
+            out.append(
+                _decode(lambda h: ModelRecord.from_hash(h, latest_step, kept), h)  # noqa: B023
+            )
+        return out
+
+    async def steps(self, step_keys: Sequence[tuple[str, int]]) -> list[StepRecord | None]:
+        def build(pipe: Pipe) -> None:
+            for mid, n in step_keys:
+                pipe.hgetall(keys.step(mid, n))
+                pipe.zcard(keys.step_ops(mid, n))
+
+        raw = await self._run(build)
+        out: list[StepRecord | None] = []
+        for i, (mid, n) in enumerate(step_keys):
+            h, count = raw[2 * i], int(raw[2 * i + 1])
+            if not h and count == 0:
+                out.append(None)
+                continue
+            out.append(_decode_one(lambda h: StepRecord.from_hash(mid, n, h, count), h))  # noqa: B023
+        return out
+
+    async def ops(self, op_keys: Sequence[tuple[str, str]]) -> list[OpRecord | None]:
+        raw = await self._run(lambda pipe: [pipe.hgetall(keys.op(m, o)) for m, o in op_keys])
+        return [_decode(OpRecord.from_hash, h) for h in raw]
+
+    async def op_models(self, op_ids: Sequence[str]) -> list[str | None]:
+        raw = await self._run(lambda pipe: [pipe.get(keys.op_index(o)) for o in op_ids])
+        return [str(v) if v else None for v in raw]
+
+    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | None]:
+        raw = await self._run(lambda pipe: [pipe.hgetall(keys.worker(w)) for w in ids])
+        return [_decode(WorkerRecord.from_hash, h) for h in raw]
+
+    async def placements(
+        self, placement_keys: Sequence[tuple[str, str]]
+    ) -> list[PlacementRecord | None]:
+        raw = await self._run(
+            lambda pipe: [pipe.hgetall(keys.placement(m, p)) for m, p in placement_keys]
+        )
+        return [_decode(PlacementRecord.from_hash, h) for h in raw]
+
+
+def _queue_page(pipe: Pipe, req: PageRequest, *, offset: int) -> None:
+    key = list_key(req.list)
+    count = req.first + 1 + _TIE_SLACK
+    if req.newest_first:
+        top: str | float = req.after.score if req.after else "+inf"
+        pipe.zrevrangebyscore(key, top, "-inf", start=offset, num=count, withscores=True)
+    else:
+        bottom: str | float = req.after.score if req.after else "-inf"
+        pipe.zrangebyscore(key, bottom, "+inf", start=offset, num=count, withscores=True)
+    if offset == 0:
+        pipe.zcard(key)
+
+
+def _after(req: PageRequest, fetched: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Drop what sorts at or before the cursor; members with equal scores sort by name."""
+    pos = req.after
+    if pos is None:
+        return fetched
+    if req.newest_first:
+        return [(m, s) for m, s in fetched if s < pos.score or (s == pos.score and m < pos.member)]
+    return [(m, s) for m, s in fetched if s > pos.score or (s == pos.score and m > pos.member)]
+
+
+def _decode(make: Any, h: dict[str, str] | None) -> Any:
+    """Decode a hash, ``None`` when it does not exist (HGETALL answers ``{}``)."""
+    return _decode_one(make, h) if h else None
+
+
+def _decode_one(make: Any, h: dict[str, str]) -> Any:
+    try:
+        return make(h)
+    except DecodeError as exc:
+        raise BackendProtocolError(BACKEND, f"stored record is malformed: {exc}") from exc

@@ -1,0 +1,122 @@
+"""``openrl-inspect``: serve the API on real backends, run the demo, export the schema.
+
+Settings come from the command line, then the environment, then defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrl_inspect import settings
+from openrl_inspect.adapters.redis_client import RedisSettings
+from openrl_inspect.backends import DemoSettings, demo_backends, real_backends
+from openrl_inspect.context import Limits
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where the API listens. Env prefix ``OPENRL_INSPECT_``."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    log_level: str = "info"
+
+
+def browsable_url(host: str, port: int) -> str:
+    """A URL a browser can open: wildcard listen addresses become loopback."""
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def listen(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--host", help="listen address (default 127.0.0.1)")
+        p.add_argument("--port", type=int, help="listen port (default 8080)")
+        p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+
+    serve = sub.add_parser("serve", help="serve the API over real backends")
+    listen(serve)
+    serve.add_argument("--redis-url", help="redis:// or rediss:// URL of OpenRL's Redis")
+    serve.add_argument(
+        "--redis-cluster", action="store_true", default=None, help="the URL is a Redis Cluster"
+    )
+    serve.add_argument("--redis-timeout", type=float, help="seconds per Redis call (default 2)")
+
+    demo = sub.add_parser("demo", help="serve the API over a live simulated cluster")
+    listen(demo)
+    demo.add_argument("--redis-url", help="fill this Redis instead of an in-process fakeredis")
+    demo.add_argument("--seed", type=int, help="simulation seed (default 7)")
+
+    export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
+    export.add_argument("path", nargs="?", help="file to write (default: stdout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    env = os.environ if environ is None else environ
+    try:
+        return _run(args, env)
+    except settings.SettingsError as exc:
+        print(f"openrl-inspect: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    limits = settings.load(Limits, "OPENRL_INSPECT_LIMITS_", env)
+    if args.command == "export-schema":
+        from openrl_inspect.schema.root import build_schema
+
+        sdl = build_schema(limits).as_str() + "\n"
+        if args.path:
+            Path(args.path).write_text(sdl, encoding="utf-8")
+        else:
+            sys.stdout.write(sdl)
+        return 0
+
+    import uvicorn
+
+    from openrl_inspect.app import PREFIX, create_app
+
+    server = settings.load(
+        ServerSettings,
+        "OPENRL_INSPECT_",
+        env,
+        {"host": args.host, "port": args.port, "log_level": args.log_level},
+    )
+    if args.command == "serve":
+        redis = settings.load(
+            RedisSettings,
+            "OPENRL_INSPECT_REDIS_",
+            env,
+            {"url": args.redis_url, "cluster": args.redis_cluster, "timeout_s": args.redis_timeout},
+        )
+        app = create_app(lambda: real_backends(redis), limits)
+    else:
+        demo = settings.load(
+            DemoSettings,
+            "OPENRL_INSPECT_DEMO_",
+            env,
+            {"redis_url": args.redis_url, "seed": args.seed},
+        )
+        app = create_app(lambda: demo_backends(demo), limits)
+    url = browsable_url(server.host, server.port)
+    print(f"OpenRL Inspector ({args.command}) on {url}{PREFIX}/graphiql", flush=True)
+    print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
+    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""The typed per-request context every resolver receives."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import strawberry
+
+from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.loaders.state import StateLoaders
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one request may ask for. Env prefix ``OPENRL_INSPECT_LIMITS_``."""
+
+    default_page_size: int = 20
+    max_page_size: int = 100
+    # Product of page sizes down the nested connections of one query.
+    max_nodes: int = 250_000
+    max_depth: int = 12
+    max_aliases: int = 30
+    max_tokens: int = 4000
+    # An op whose worker has not heartbeat for this long is lost.
+    heartbeat_stale_s: float = 30.0
+    # An op running longer than this on a live worker is stuck.
+    stuck_after_s: float = 600.0
+
+
+@dataclass
+class Backends:
+    """The long-lived clients, opened once in the app's lifespan."""
+
+    state: StateStore
+
+
+@dataclass
+class Context:
+    backends: Backends
+    loaders: StateLoaders
+    limits: Limits
+    # One "now" per request, so every derived age in an answer agrees.
+    now: float = field(default_factory=time.time)
+
+    @classmethod
+    def build(cls, backends: Backends, limits: Limits) -> Context:
+        return cls(backends=backends, loaders=StateLoaders.build(backends.state), limits=limits)
+
+
+Info = strawberry.Info[Context, None]

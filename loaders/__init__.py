@@ -1,0 +1,1 @@
+"""Per-request DataLoaders: one batched backend call per level of a query."""

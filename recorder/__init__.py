@@ -1,0 +1,6 @@
+"""The writing side: telemetry that OpenRL's API server, trainers and samplers record."""
+
+from openrl_inspect.recorder.recorder import AsyncRecorder, Recorder, RecorderBase
+from openrl_inspect.recorder.writes import Retention
+
+__all__ = ["AsyncRecorder", "Recorder", "RecorderBase", "Retention"]

@@ -1,0 +1,62 @@
+"""Cursor pagination shared by every list field."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.context import Context
+from openrl_inspect.state.paging import ListRef, PageRequest, Position, decode_cursor, encode_cursor
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Paged(Generic[R]):
+    """One page of records, each with the cursor that resumes after it."""
+
+    items: list[tuple[str, R]]
+    total: int
+    has_next: bool
+    has_previous: bool
+
+
+def page_size(ctx: Context, first: int | None) -> int:
+    limits = ctx.limits
+    if first is None:
+        return limits.default_page_size
+    if not 0 <= first <= limits.max_page_size:
+        raise InvalidInput(f"first must be between 0 and {limits.max_page_size}, got {first}")
+    return first
+
+
+async def paged(
+    ctx: Context,
+    ref: ListRef,
+    first: int | None,
+    after: str | None,
+    load: Callable[[Sequence[Position]], Awaitable[Sequence[R | None]]],
+    *,
+    newest_first: bool = True,
+) -> Paged[R]:
+    """Read one page of ``ref`` and its records; ids whose record is gone are skipped.
+
+    A record can be gone when retention expired it after the index was read; the page
+    then holds fewer items, and ``total`` still counts the index.
+    """
+    size = page_size(ctx, first)
+    position = decode_cursor(ref.kind, after) if after else None
+    if size == 0:
+        # Only totalCount was asked for: still one (batched) read.
+        page = await ctx.loaders.pages.load(PageRequest(ref, 0, position, newest_first))
+        return Paged([], page.total, page.has_next, position is not None)
+    page = await ctx.loaders.pages.load(PageRequest(ref, size, position, newest_first))
+    records = await load(page.items)
+    items = [
+        (encode_cursor(ref.kind, pos), rec)
+        for pos, rec in zip(page.items, records, strict=True)
+        if rec is not None
+    ]
+    return Paged(items, page.total, page.has_next, position is not None)

@@ -1,0 +1,197 @@
+"""Resolvers for the Redis graph: Session -> Model -> Step -> Op, workers, placements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from openrl_inspect.adapters.errors import InvalidInput, NotFound
+from openrl_inspect.context import Context
+from openrl_inspect.resolvers.paging import Paged, paged
+from openrl_inspect.state.keys import MODEL_STATES, valid_id
+from openrl_inspect.state.paging import ListRef, Position
+from openrl_inspect.state.records import (
+    ModelRecord,
+    OpRecord,
+    PlacementRecord,
+    SessionRecord,
+    StepRecord,
+    WorkerRecord,
+)
+
+
+def _check_id(kind: str, ident: str) -> str:
+    if not valid_id(ident):
+        raise InvalidInput(f"{kind} id {ident[:80]!r} is not a valid id")
+    return ident
+
+
+def _ids(items: Sequence[Position]) -> list[str]:
+    return [p.member for p in items]
+
+
+# -- root lookups -------------------------------------------------------------------------
+
+
+async def session(ctx: Context, sid: str) -> SessionRecord:
+    rec = await ctx.loaders.sessions.load(_check_id("session", sid))
+    if rec is None:
+        raise NotFound("session", sid)
+    return rec
+
+
+async def model(ctx: Context, mid: str) -> ModelRecord:
+    rec = await ctx.loaders.models.load(_check_id("model", mid))
+    if rec is None:
+        raise NotFound("model", mid)
+    return rec
+
+
+async def op(ctx: Context, oid: str) -> OpRecord:
+    mid = await ctx.loaders.op_models.load(_check_id("op", oid))
+    rec = await ctx.loaders.ops.load((mid, oid)) if mid else None
+    if rec is None:
+        raise NotFound("op", oid)
+    return rec
+
+
+async def worker(ctx: Context, wid: str) -> WorkerRecord:
+    rec = await ctx.loaders.workers.load(_check_id("worker", wid))
+    if rec is None:
+        raise NotFound("worker", wid)
+    return rec
+
+
+# -- lists ----------------------------------------------------------------------------------
+
+
+async def sessions(
+    ctx: Context, live: bool, first: int | None, after: str | None
+) -> Paged[SessionRecord]:
+    ref = ListRef("sessions", ("live" if live else "closed",))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.sessions.load_many(_ids(ps)))
+
+
+async def models_in_state(
+    ctx: Context, state: str, first: int | None, after: str | None
+) -> Paged[ModelRecord]:
+    if state not in MODEL_STATES:
+        raise InvalidInput(f"unknown model state {state!r}")
+    ref = ListRef("models_in_state", (state,))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.models.load_many(_ids(ps)))
+
+
+async def session_models(
+    ctx: Context, sid: str, first: int | None, after: str | None
+) -> Paged[ModelRecord]:
+    ref = ListRef("session_models", (sid,))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.models.load_many(_ids(ps)))
+
+
+async def model_session(ctx: Context, rec: ModelRecord) -> SessionRecord | None:
+    return await ctx.loaders.sessions.load(rec.session_id) if rec.session_id else None
+
+
+async def model_steps(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> Paged[StepRecord]:
+    ref = ListRef("steps", (mid,))
+    return await paged(
+        ctx,
+        ref,
+        first,
+        after,
+        lambda ps: ctx.loaders.steps.load_many([(mid, int(p.score)) for p in ps]),
+    )
+
+
+async def model_step(ctx: Context, mid: str, n: int) -> StepRecord | None:
+    return await ctx.loaders.steps.load((mid, n))
+
+
+async def step_ops(
+    ctx: Context, mid: str, n: int, first: int | None, after: str | None
+) -> Paged[OpRecord]:
+    ref = ListRef("step_ops", (mid, str(n)))
+    return await paged(
+        ctx,
+        ref,
+        first,
+        after,
+        lambda ps: ctx.loaders.ops.load_many([(mid, p.member) for p in ps]),
+        newest_first=False,
+    )
+
+
+async def open_ops(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> Paged[OpRecord]:
+    """Ops accepted but not finished, oldest first: where stuck and lost ops are."""
+    ref = ListRef("open_ops", (mid,))
+    return await paged(
+        ctx,
+        ref,
+        first,
+        after,
+        lambda ps: ctx.loaders.ops.load_many([(mid, p.member) for p in ps]),
+        newest_first=False,
+    )
+
+
+async def model_workers(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> Paged[WorkerRecord]:
+    ref = ListRef("model_workers", (mid,))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.workers.load_many(_ids(ps)))
+
+
+async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:
+    ref = ListRef("workers")
+    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.workers.load_many(_ids(ps)))
+
+
+async def placements(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> Paged[PlacementRecord]:
+    ref = ListRef("placements", (mid,))
+    return await paged(
+        ctx,
+        ref,
+        first,
+        after,
+        lambda ps: ctx.loaders.placements.load_many([(mid, p.member) for p in ps]),
+    )
+
+
+async def model_of(ctx: Context, mid: str | None) -> ModelRecord | None:
+    return await ctx.loaders.models.load(mid) if mid else None
+
+
+async def worker_of(ctx: Context, wid: str | None) -> WorkerRecord | None:
+    return await ctx.loaders.workers.load(wid) if wid else None
+
+
+# -- derived health ---------------------------------------------------------------------
+
+
+def worker_alive(ctx: Context, rec: WorkerRecord | None) -> bool:
+    if rec is None or rec.last_heartbeat_at is None:
+        return False
+    return ctx.now - rec.last_heartbeat_at <= ctx.limits.heartbeat_stale_s
+
+
+async def op_health(ctx: Context, rec: OpRecord) -> str:
+    """DONE, PENDING, RUNNING, STUCK (long-running on a live worker) or LOST.
+
+    LOST: the op was started on a worker whose heartbeats stopped (or whose record is
+    gone) and it never finished: nobody will finish it.
+    """
+    if rec.finished_at is not None:
+        return "DONE"
+    if rec.started_at is None or rec.worker_id is None:
+        return "PENDING"
+    wrec = await ctx.loaders.workers.load(rec.worker_id)
+    if not worker_alive(ctx, wrec):
+        return "LOST"
+    if ctx.now - rec.started_at > ctx.limits.stuck_after_s:
+        return "STUCK"
+    return "RUNNING"

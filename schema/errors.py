@@ -1,0 +1,56 @@
+"""How errors leave the API.
+
+Expected failures (``InspectorError``) keep their safe message and gain
+``extensions.code`` (and ``extensions.backend`` for backend errors); the field they
+happened in goes null and the rest of the answer stands. GraphQL's own errors
+(validation, bad variables) pass through. Anything else is masked: a fixed message and
+code INTERNAL, no trace, key or host name; the original is logged server-side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+
+from openrl_inspect.adapters.errors import BackendError, InspectorError
+
+log = logging.getLogger("openrl_inspect.errors")
+
+
+def coded(error: GraphQLError) -> GraphQLError:
+    original = error.original_error
+    if original is None:
+        return error  # validation and parse errors: about the query, safe to show
+    extensions: dict[str, Any]
+    if isinstance(original, InspectorError):
+        message = original.message
+        extensions = {"code": original.code}
+        if isinstance(original, BackendError):
+            extensions["backend"] = original.backend
+    elif isinstance(original, GraphQLError):
+        return error
+    else:
+        log.error("unexpected error at %s", error.path, exc_info=original)
+        message = "Internal error."
+        extensions = {"code": "INTERNAL"}
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        original_error=None,
+        extensions=extensions,
+    )
+
+
+class CodedErrors(SchemaExtension):
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        if result is not None and result.errors:
+            result.errors = [coded(e) for e in result.errors]

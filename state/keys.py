@@ -1,0 +1,92 @@
+"""Redis key names.
+
+Every key of one model carries the hash tag ``{m:<model id>}`` (and every key of one
+session ``{s:<session id>}``) so that a model lives on one Redis Cluster slot: the
+writer's scripts can touch all of a model's keys atomically, and the reader's per-model
+commands never cross slots. Global indexes are small sorted sets read by range.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "oi"
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = f"{PREFIX}:schema_version"
+
+# Ids come from OpenRL; they must not be able to forge another key or hash tag.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
+
+MODEL_STATES = ("waiting", "placed", "active", "failed", "ended")
+TERMINAL_STATES = ("failed", "ended")
+
+
+def valid_id(value: str) -> bool:
+    """True when ``value`` can be used inside a key (no braces, spaces or control bytes)."""
+    return bool(_ID.match(value))
+
+
+SESSIONS_LIVE = f"{PREFIX}:sessions:live"  # ZSET session id -> created (s)
+SESSIONS_CLOSED = f"{PREFIX}:sessions:closed"  # ZSET session id -> closed (s)
+WORKERS = f"{PREFIX}:workers"  # ZSET worker id -> last heartbeat (s)
+
+
+def models_in_state(state: str) -> str:
+    """ZSET model id -> time it entered ``state`` (s)."""
+    return f"{PREFIX}:models:state:{state}"
+
+
+def session(sid: str) -> str:
+    return f"{PREFIX}:{{s:{sid}}}:session"  # HASH
+
+
+def session_models(sid: str) -> str:
+    return f"{PREFIX}:{{s:{sid}}}:models"  # ZSET model id -> created (s)
+
+
+def _m(mid: str) -> str:
+    return f"{PREFIX}:{{m:{mid}}}"
+
+
+def model(mid: str) -> str:
+    return f"{_m(mid)}:model"  # HASH
+
+
+def steps(mid: str) -> str:
+    return f"{_m(mid)}:steps"  # ZSET step number -> step number
+
+
+def step(mid: str, n: int) -> str:
+    return f"{_m(mid)}:step:{n}"  # HASH
+
+
+def step_ops(mid: str, n: int) -> str:
+    return f"{_m(mid)}:step:{n}:ops"  # ZSET op id -> accepted (s)
+
+
+def op(mid: str, oid: str) -> str:
+    return f"{_m(mid)}:op:{oid}"  # HASH
+
+
+def open_ops(mid: str) -> str:
+    return f"{_m(mid)}:ops:open"  # ZSET op id -> accepted (s), ops not finished yet
+
+
+def model_workers(mid: str) -> str:
+    return f"{_m(mid)}:workers"  # ZSET worker id -> last seen serving the model (s)
+
+
+def placements(mid: str) -> str:
+    return f"{_m(mid)}:placements"  # ZSET placement id -> admitted (s)
+
+
+def placement(mid: str, pid: str) -> str:
+    return f"{_m(mid)}:placement:{pid}"  # HASH
+
+
+def op_index(oid: str) -> str:
+    return f"{PREFIX}:opidx:{oid}"  # STRING model id, expires with retention
+
+
+def worker(wid: str) -> str:
+    return f"{PREFIX}:worker:{wid}"  # HASH
