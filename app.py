@@ -8,6 +8,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from openrl_inspect.adapters.errors import BackendError
+from openrl_inspect.context import Backends, Limits
+from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
+from openrl_inspect.schema.root import build_schema
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
@@ -15,11 +19,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-
-from openrl_inspect.adapters.errors import BackendError
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
-from openrl_inspect.schema.root import build_schema
 
 PREFIX = "/api/v1/inspect"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]

@@ -86,7 +86,6 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 0
 
     import uvicorn
-
     from openrl_inspect.app import PREFIX, create_app
 
     server = settings.load(

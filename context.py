@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 
 import strawberry
-
 from openrl_inspect.adapters.redis_state import StateStore
 from openrl_inspect.loaders.state import StateLoaders
 

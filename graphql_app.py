@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from openrl_inspect.context import Backends, Context, Limits
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-
-from openrl_inspect.context import Backends, Context, Limits
 
 STATIC = Path(__file__).resolve().parent / "static"
 

@@ -14,16 +14,15 @@ from typing import Any, Protocol, TypeVar
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
-from redis.asyncio.cluster import RedisCluster
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
-
 from openrl_inspect.adapters.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
 )
+from redis.asyncio.cluster import RedisCluster
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 BACKEND = "redis"
 T = TypeVar("T")
@@ -67,9 +66,7 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
         return RedisCluster.from_url(
             settings.url, max_connections=settings.max_connections, **common
         )
-    return aioredis.Redis.from_url(
-        settings.url, max_connections=settings.max_connections, **common
-    )
+    return aioredis.Redis.from_url(settings.url, max_connections=settings.max_connections, **common)
 
 
 def translate(exc: BaseException) -> BackendError:

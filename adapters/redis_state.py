@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import RedisCluster
-
 from openrl_inspect.adapters.errors import BackendProtocolError, SchemaVersionError
 from openrl_inspect.adapters.redis_client import (
     BACKEND,
@@ -40,6 +39,7 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from redis.asyncio.cluster import RedisCluster
 
 # Extra members fetched past a page so that items sharing the cursor's score can be
 # skipped without a second round trip; more ties than this cost one more trip.
@@ -175,7 +175,7 @@ class RedisStateStore:
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
         def build(pipe: Pipe) -> None:
             for req in requests:
-                _queue_page(pipe, req, offset=0)
+                _queue_page(pipe, req=req, offset=0)
 
         raw = await self._run(build)
         pages: list[Page] = []
@@ -194,7 +194,7 @@ class RedisStateStore:
         # Only when more than _TIE_SLACK members share the cursor's score: walk on.
         while len(items) < want and len(fetched) == req.first + 1 + _TIE_SLACK + offset:
             offset = len(fetched)
-            more = await self._run(lambda pipe: _queue_page(pipe, req, offset=offset))
+            more = await self._run(partial(_queue_page, req=req, offset=offset))
             fetched = fetched + _pairs(more[0])
             items = _after(req, fetched)
         page_items = [Position(score, member) for member, score in items[: req.first]]
@@ -260,7 +260,7 @@ class RedisStateStore:
         return [_decode(PlacementRecord.from_hash, h) for h in raw]
 
 
-def _queue_page(pipe: Pipe, req: PageRequest, *, offset: int) -> None:
+def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:
     key = list_key(req.list)
     count = req.first + 1 + _TIE_SLACK
     if req.newest_first:

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strawberry.dataloader import DataLoader
-
 from openrl_inspect.adapters.redis_state import StateStore
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
@@ -22,6 +20,7 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from strawberry.dataloader import DataLoader
 
 
 def _loader(fn: Any) -> Any:

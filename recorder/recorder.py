@@ -15,7 +15,6 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-
 from openrl_inspect.recorder import writes
 from openrl_inspect.recorder.writes import Retention
 

@@ -109,7 +109,8 @@ def session_activity(pipe: Pipe, r: Retention, sid: str, at: float) -> None:
 def session_closed(pipe: Pipe, r: Retention, sid: str, at: float) -> None:
     ttl = int(r.closed_session_ttl_s)
     pipe.hset(
-        keys.session(sid), mapping=encode({"state": "closed", "closed_at": at, "last_activity_at": at})
+        keys.session(sid),
+        mapping=encode({"state": "closed", "closed_at": at, "last_activity_at": at}),
     )
     pipe.zrem(keys.SESSIONS_LIVE, sid)
     pipe.zadd(keys.SESSIONS_CLOSED, {sid: at})

@@ -122,9 +122,7 @@ async def step_ops(
     )
 
 
-async def open_ops(
-    ctx: Context, mid: str, first: int | None, after: str | None
-) -> Paged[OpRecord]:
+async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None) -> Paged[OpRecord]:
     """Ops accepted but not finished, oldest first: where stuck and lost ops are."""
     ref = ListRef("open_ops", (mid,))
     return await paged(

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any, cast
 
 import strawberry
+from strawberry.scalars import JSON
 
 
 def ts(value: float | None) -> datetime | None:
     """Epoch seconds as stored -> an aware UTC datetime for the API."""
     return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def as_json(value: dict[str, Any]) -> JSON:
+    """A decoded JSON object, typed as the JSON scalar."""
+    return cast(JSON, value)
 
 
 def span(start: float | None, end: float | None) -> float | None:

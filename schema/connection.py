@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import strawberry
-
 from openrl_inspect.resolvers.paging import Paged
 
 T = TypeVar("T")

@@ -14,9 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from strawberry.extensions import SchemaExtension
-
 from openrl_inspect.adapters.errors import BackendError, InspectorError
+from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("openrl_inspect.errors")
 

@@ -6,13 +6,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.scalars import JSON
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
-from openrl_inspect.schema.common import ModelState, StateTransition, ts
+from openrl_inspect.schema.common import ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.state.records import ModelRecord
+from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.op import Op
@@ -53,8 +52,8 @@ class Model:
             id=strawberry.ID(rec.id),
             session_id=strawberry.ID(rec.session_id),
             base_model=rec.base_model,
-            lora=rec.lora,
-            settings=rec.settings,
+            lora=as_json(rec.lora),
+            settings=as_json(rec.settings),
             state=ModelState(rec.state),
             state_since=ts(rec.state_at),
             created_at=ts(rec.created_at),

@@ -6,12 +6,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.scalars import JSON
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
-from openrl_inspect.schema.common import OpHealth, span, ts
+from openrl_inspect.schema.common import OpHealth, as_json, span, ts
 from openrl_inspect.state.records import OpRecord
+from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.model import Model
@@ -60,7 +59,7 @@ class Op:
             queue_wait_seconds=span(queued_from, rec.started_at),
             duration_seconds=span(rec.started_at, rec.finished_at),
             worker_id=rec.worker_id,
-            metrics=rec.metrics,
+            metrics=as_json(rec.metrics),
             error=rec.error,
             _record=rec,
         )

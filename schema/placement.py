@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
-
 from openrl_inspect.schema.common import span, ts
 from openrl_inspect.state.records import PlacementRecord
 

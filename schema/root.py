@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import strawberry
+from openrl_inspect.context import Limits
+from openrl_inspect.schema.cost import node_cost_rule
+from openrl_inspect.schema.errors import CodedErrors
+from openrl_inspect.schema.state_query import StateQuery
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
@@ -10,11 +14,6 @@ from strawberry.extensions import (
     QueryDepthLimiter,
 )
 from strawberry.tools import merge_types
-
-from openrl_inspect.context import Limits
-from openrl_inspect.schema.cost import node_cost_rule
-from openrl_inspect.schema.errors import CodedErrors
-from openrl_inspect.schema.state_query import StateQuery
 
 Query = merge_types("Query", (StateQuery,))
 

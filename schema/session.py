@@ -6,13 +6,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.scalars import JSON
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
-from openrl_inspect.schema.common import SessionState, ts
+from openrl_inspect.schema.common import SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.state.records import SessionRecord
+from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.model import Model
@@ -35,7 +34,7 @@ class Session:
         return cls(
             id=strawberry.ID(rec.id),
             owner=rec.owner,
-            client=rec.client,
+            client=as_json(rec.client),
             created_at=ts(rec.created_at),
             last_activity_at=ts(rec.last_activity_at),
             state=SessionState(rec.state) if rec.state in ("live", "closed") else SessionState.LIVE,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import strawberry
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.schema.common import ModelState, SessionState

@@ -6,13 +6,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.scalars import JSON
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
-from openrl_inspect.schema.common import span, ts
+from openrl_inspect.schema.common import as_json, span, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.state.records import StepRecord
+from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.op import Op
@@ -38,7 +37,7 @@ class Step:
             started_at=ts(rec.started_at),
             finished_at=ts(rec.finished_at),
             duration_seconds=span(rec.started_at, rec.finished_at),
-            metrics=rec.metrics,
+            metrics=as_json(rec.metrics),
             op_count=rec.op_count,
         )
 

@@ -6,12 +6,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.scalars import JSON
-
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
-from openrl_inspect.schema.common import ts
+from openrl_inspect.schema.common import as_json, ts
 from openrl_inspect.state.records import WorkerRecord
+from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.model import Model
@@ -44,7 +43,7 @@ class Worker:
             gpu_ids=rec.gpu_ids,
             started_at=ts(rec.started_at),
             last_heartbeat_at=ts(rec.last_heartbeat_at),
-            payload=rec.payload,
+            payload=as_json(rec.payload),
             _record=rec,
         )
 

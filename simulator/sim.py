@@ -156,7 +156,14 @@ class Simulation:
         for wid, role, pod, gpu_ids in model.workers:
             current = model.current.id if model.current and model.phase == "running" else None
             self.rec.heartbeat(
-                wid, role, pod, node, model.id, gpu_ids, {"current_op": current, "step": model.step}, at=at
+                wid,
+                role,
+                pod,
+                node,
+                model.id,
+                gpu_ids,
+                {"current_op": current, "step": model.step},
+                at=at,
             )
 
     def activate(self, model: SimModel, at: float) -> None:
@@ -187,7 +194,9 @@ class Simulation:
             took = self.duration(kind)
             t += took
             self.rec.op_finished(model.id, oid, metrics=self.op_metrics(kind, took), at=t)
-        self.rec.step_metrics(model.id, model.step, self.step_metrics(model.step), finished=True, at=t)
+        self.rec.step_metrics(
+            model.id, model.step, self.step_metrics(model.step), finished=True, at=t
+        )
         model.step += 1
         return t
 
@@ -289,7 +298,9 @@ class Simulation:
                 model.next_at = t + 0.05
                 return
             model.current = SimOp(self._id("op"), kind, model.step)
-            self.rec.op_accepted(model.id, model.current.id, kind, model.step, model.session_id, at=t)
+            self.rec.op_accepted(
+                model.id, model.current.id, kind, model.step, model.session_id, at=t
+            )
             self.rec.op_enqueued(model.id, model.current.id, at=t + 0.002)
             model.phase = "queued"
             model.next_at = t + self.rng.uniform(0.01, 0.3)
@@ -300,7 +311,9 @@ class Simulation:
             model.next_at = t + self.duration(model.current.kind)
         elif model.phase == "running" and model.current:
             kind = model.current.kind
-            self.rec.op_finished(model.id, model.current.id, metrics=self.op_metrics(kind, 1.0), at=t)
+            self.rec.op_finished(
+                model.id, model.current.id, metrics=self.op_metrics(kind, 1.0), at=t
+            )
             if kind == "save_weights":
                 model.saved = True
             else:

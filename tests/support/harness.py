@@ -1,0 +1,57 @@
+"""Building the app over a given state store, and querying it in-process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import fakeredis
+import httpx
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.app import PREFIX, create_app
+from openrl_inspect.context import Backends, Limits
+from openrl_inspect.recorder import AsyncRecorder
+from openrl_inspect.simulator import SimConfig, Simulation
+
+GRAPHQL = f"{PREFIX}/graphql"
+
+
+async def populate(client: Any, config: SimConfig, now: float | None = None) -> Simulation:
+    """Write a simulated history through the recorder and flush it."""
+    rec = AsyncRecorder(client, batch_size=1 << 30)
+    sim = Simulation(config, rec)
+    sim.populate(time.time() if now is None else now)
+    await rec.flush()
+    return sim
+
+
+@asynccontextmanager
+async def app_client(
+    store: RedisStateStore, limits: Limits | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client on the ASGI app, with the app's lifespan running."""
+
+    @asynccontextmanager
+    async def backends() -> AsyncIterator[Backends]:
+        yield Backends(state=store)
+
+    app = create_app(backends, limits)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://inspector") as client,
+    ):
+        yield client
+
+
+async def gql(client: httpx.AsyncClient, query: str, **variables: Any) -> dict[str, Any]:
+    resp = await client.post(GRAPHQL, json={"query": query, "variables": variables})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+def fake_server() -> fakeredis.FakeServer:
+    return fakeredis.FakeServer()

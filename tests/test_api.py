@@ -1,0 +1,208 @@
+"""The whole app through httpx.ASGITransport with its lifespan running, on fakeredis."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import fakeredis
+import pytest
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.app import PREFIX
+from openrl_inspect.simulator import SimConfig, Simulation
+from support.harness import app_client, gql, populate
+
+pytestmark = pytest.mark.anyio
+
+NOW = time.time()
+
+
+@pytest.fixture
+async def world() -> tuple[RedisStateStore, Simulation]:
+    server = fakeredis.FakeServer()
+    sim = await populate(
+        fakeredis.FakeAsyncRedis(server=server, decode_responses=True), SimConfig(seed=3), NOW
+    )
+    return RedisStateStore.in_memory(server), sim
+
+
+NESTED = """
+query($first: Int) {
+  sessions(first: $first) {
+    totalCount truncated pageInfo { hasNextPage endCursor }
+    nodes { id owner models(first: 10) { totalCount nodes {
+      id state stepCount session { id }
+      steps(first: 3) { totalCount nodes { number opCount metrics
+        ops { nodes { id kind status queueWaitSeconds durationSeconds health worker { role alive } } } } }
+    } } }
+  }
+}
+"""
+
+
+async def test_nested_query_walks_sessions_models_steps_ops(world: Any) -> None:
+    store, sim = world
+    async with app_client(store) as client:
+        body = await gql(client, NESTED, first=2)
+    assert "errors" not in body, body
+    sessions = body["data"]["sessions"]
+    assert sessions["totalCount"] == len(sim.sessions)
+    assert sessions["truncated"] is True and sessions["pageInfo"]["hasNextPage"] is True
+    models = [m for s in sessions["nodes"] for m in s["models"]["nodes"]]
+    assert models, "populated sessions have models"
+    active = [m for m in models if m["state"] == "ACTIVE"]
+    assert active
+    for m in active:
+        steps = m["steps"]["nodes"]
+        assert [s["number"] for s in steps] == sorted((s["number"] for s in steps), reverse=True)
+        for step in steps:
+            assert step["opCount"] == len(step["ops"]["nodes"]) == 4
+            kinds = [o["kind"] for o in step["ops"]["nodes"]]
+            assert kinds == ["sample", "forward_backward", "forward_backward", "optim_step"]
+            for op in step["ops"]["nodes"]:
+                assert op["health"] == "DONE"
+                assert op["durationSeconds"] > 0 and op["queueWaitSeconds"] >= 0
+                assert op["worker"]["role"] == ("sampler" if op["kind"] == "sample" else "trainer")
+
+
+async def test_pages_chain_through_real_cursors(world: Any) -> None:
+    store, sim = world
+    seen: list[str] = []
+    after = None
+    async with app_client(store) as client:
+        while True:
+            body = await gql(
+                client,
+                "query($after: String) { sessions(first: 2, after: $after) {"
+                " pageInfo { hasNextPage endCursor } nodes { id } } }",
+                after=after,
+            )
+            conn = body["data"]["sessions"]
+            seen += [n["id"] for n in conn["nodes"]]
+            if not conn["pageInfo"]["hasNextPage"]:
+                break
+            after = conn["pageInfo"]["endCursor"]
+    assert sorted(seen) == sorted(sim.sessions)
+
+
+async def test_scenarios_are_diagnosable(world: Any) -> None:
+    store, sim = world
+    ids = sim.scenario_ids
+    query = """
+    query($stuck: ID!, $lost: ID!, $failed: ID!, $waiting: ID!, $idle: ID!) {
+      stuck: model(id: $stuck) { state openOps { nodes { health kind worker { alive } } } }
+      lost: model(id: $lost) { openOps { totalCount nodes { health worker { alive heartbeatAgeSeconds } } } }
+      failed: model(id: $failed) { state failureReason steps(first: 1) { nodes { ops { nodes { status error } } } } }
+      waiting: model(id: $waiting) { state stateSince placements { totalCount } }
+      idle: model(id: $idle) { state openOps { totalCount } placements { nodes { gpuIds releasedAt } } }
+    }"""
+    async with app_client(store) as client:
+        body = await gql(
+            client,
+            query,
+            stuck=ids["stuck"],
+            lost=ids["lost"],
+            failed=ids["failed"],
+            waiting=ids["waiting"],
+            idle=ids["idle_placement"],
+        )
+    assert "errors" not in body, body
+    d = body["data"]
+    assert [(o["health"], o["worker"]["alive"]) for o in d["stuck"]["openOps"]["nodes"]] == [
+        ("STUCK", True)
+    ]
+    assert d["lost"]["openOps"]["totalCount"] == 2
+    assert {o["health"] for o in d["lost"]["openOps"]["nodes"]} == {"LOST"}
+    assert all(o["worker"]["heartbeatAgeSeconds"] >= 600 for o in d["lost"]["openOps"]["nodes"])
+    assert d["failed"]["state"] == "FAILED" and "out of memory" in d["failed"]["failureReason"]
+    last_ops = d["failed"]["steps"]["nodes"][0]["ops"]["nodes"]
+    assert last_ops[-1]["status"] == "failed" and "CUDA out of memory" in last_ops[-1]["error"]
+    assert d["waiting"]["state"] == "WAITING" and d["waiting"]["placements"]["totalCount"] == 0
+    assert d["idle"]["openOps"]["totalCount"] == 0
+    placement = d["idle"]["placements"]["nodes"][0]
+    assert placement["releasedAt"] is None and len(placement["gpuIds"]) == 2
+
+
+async def test_lookups_by_id_and_not_found(world: Any) -> None:
+    store, sim = world
+    mid = sim.scenario_ids["failed"]
+    async with app_client(store) as client:
+        body = await gql(
+            client,
+            "query($m: ID!) { model(id: $m) { id steps(first: 1) { nodes { ops(first: 1) {"
+            " nodes { id } } } } } }",
+            m=mid,
+        )
+        oid = body["data"]["model"]["steps"]["nodes"][0]["ops"]["nodes"][0]["id"]
+        body = await gql(client, "query($o: ID!) { op(id: $o) { id model { id } } }", o=oid)
+        assert body["data"]["op"] == {"id": oid, "model": {"id": mid}}
+        body = await gql(client, '{ model(id: "nope") { id } session(id: "s") { id } }')
+    assert body["data"] == {"model": None, "session": None}
+    codes = sorted(e["extensions"]["code"] for e in body["errors"])
+    assert codes == ["NOT_FOUND", "NOT_FOUND"]
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ('{ model(id: "bad id{") { id } }', "BAD_INPUT"),
+        ('{ sessions(after: "garbage") { totalCount } }', "BAD_INPUT"),
+        ("{ sessions(first: 101) { totalCount } }", "BAD_INPUT"),
+        ("{ sessions(first: -1) { totalCount } }", "BAD_INPUT"),
+        (
+            "{ sessions(first: 100) { nodes { models(first: 100) { nodes { steps(first: 100) {"
+            " nodes { ops(first: 100) { nodes { id } } } } } } } } }",
+            "QUERY_TOO_COSTLY",
+        ),
+    ],
+)
+async def test_bad_input_gets_a_clear_coded_error_never_a_500(
+    world: Any, query: str, code: str
+) -> None:
+    store, _ = world
+    async with app_client(store) as client:
+        body = await gql(client, query)
+    assert body["errors"][0]["extensions"]["code"] == code
+    assert "Traceback" not in str(body)
+
+
+async def test_unexpected_errors_are_masked(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _ = world
+
+    async def boom(ids: Any) -> Any:
+        raise RuntimeError("redis://secret-host:6379 key oi:{m:x}:model exploded")
+
+    monkeypatch.setattr(store, "sessions", boom)
+    async with app_client(store) as client:
+        body = await gql(client, "{ sessions { totalCount nodes { id } } }")
+    assert body["data"] is None or body["data"]["sessions"] is None
+    (error,) = body["errors"]
+    assert error["message"] == "Internal error."
+    assert error["extensions"] == {"code": "INTERNAL"}
+    assert "secret-host" not in str(body)
+
+
+async def test_graphiql_is_served_from_vendored_assets(world: Any) -> None:
+    store, _ = world
+    async with app_client(store) as client:
+        page = await client.get(f"{PREFIX}/graphiql")
+        assert page.status_code == 200
+        local = re.findall(r'(?:src|href)="(/[^"]+)"', page.text)
+        assert local, "the page loads its scripts from the app"
+        assert not re.search(r'(?:src|href)="https?://', page.text)
+        for path in local:
+            asset = await client.get(path)
+            assert asset.status_code == 200, path
+        ide = await client.get(f"{PREFIX}/graphql", headers={"accept": "text/html"})
+        assert ide.status_code == 200 and "graphiql" in ide.text.lower()
+        assert "unpkg.com" not in ide.text
+
+
+async def test_health_and_readiness(world: Any) -> None:
+    store, _ = world
+    async with app_client(store) as client:
+        assert (await client.get(f"{PREFIX}/healthz")).json() == {"ok": True}
+        ready = (await client.get(f"{PREFIX}/readyz")).json()
+    assert ready["ready"] is True
+    assert ready["backends"][0]["name"] == "redis" and ready["backends"][0]["ok"] is True

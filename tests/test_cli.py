@@ -1,0 +1,38 @@
+"""Settings precedence and the printed URL."""
+
+from __future__ import annotations
+
+import pytest
+from openrl_inspect import settings
+from openrl_inspect.adapters.redis_client import RedisSettings
+from openrl_inspect.cli import ServerSettings, browsable_url, main
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("0.0.0.0", "http://127.0.0.1:9"),
+        ("::", "http://127.0.0.1:9"),
+        ("[::]", "http://127.0.0.1:9"),
+        ("10.1.2.3", "http://10.1.2.3:9"),
+        ("::1", "http://[::1]:9"),
+    ],
+)
+def test_wildcard_listen_addresses_print_as_loopback(host: str, url: str) -> None:
+    assert browsable_url(host, 9) == url
+
+
+def test_command_line_beats_environment_beats_defaults() -> None:
+    env = {"OPENRL_INSPECT_PORT": "9000", "OPENRL_INSPECT_HOST": "0.0.0.0"}
+    got = settings.load(ServerSettings, "OPENRL_INSPECT_", env, {"port": 7000, "host": None})
+    assert (got.host, got.port, got.log_level) == ("0.0.0.0", 7000, "info")
+    redis = settings.load(
+        RedisSettings, "OPENRL_INSPECT_REDIS_", {"OPENRL_INSPECT_REDIS_CLUSTER": "yes"}, {}
+    )
+    assert redis.cluster is True and redis.url == RedisSettings().url
+
+
+def test_a_bad_setting_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["export-schema"], {"OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE": "lots"})
+    assert code == 2
+    assert "OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE: expected a number" in capsys.readouterr().err

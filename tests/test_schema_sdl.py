@@ -1,0 +1,15 @@
+"""schema.graphql is the SDL of the code; regenerate it with `openrl-inspect export-schema`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openrl_inspect.schema.root import build_schema
+
+SDL = Path(__file__).resolve().parents[1] / "schema.graphql"
+
+
+def test_committed_sdl_matches_the_code() -> None:
+    assert SDL.read_text(encoding="utf-8") == build_schema().as_str() + "\n", (
+        "schema.graphql drifted from the code: run `openrl-inspect export-schema schema.graphql`"
+    )
