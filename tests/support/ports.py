@@ -12,6 +12,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_pair(offset: int) -> int:
+    """A free port ``p`` such that ``p + offset`` is free too (Redis Cluster's bus port)."""
+    for _ in range(200):
+        port = free_port()
+        if port + offset > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port + offset))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair found")
+
+
 def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

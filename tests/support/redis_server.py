@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.ports import free_port, wait_for_port
+from support.ports import free_port, free_port_pair, wait_for_port
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
@@ -28,7 +28,8 @@ class RedisServer:
     """One redis-server on a free loopback port, with no persistence."""
 
     def __init__(self, port: int | None = None, cluster: bool = False) -> None:
-        self.port = port or free_port()
+        # A cluster node also listens on port + 10000 (the cluster bus).
+        self.port = port or (free_port_pair(10000) if cluster else free_port())
         self.cluster = cluster
         self.dir = tempfile.mkdtemp(prefix="oi-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -51,7 +52,11 @@ class RedisServer:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
             args += ["--cluster-node-timeout", "2000"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port)
+        try:
+            wait_for_port(self.port)
+        except TimeoutError:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -80,6 +85,14 @@ class RedisCluster:
         return self.nodes[0].url
 
     def start(self) -> RedisCluster:
+        try:
+            self._start()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def _start(self) -> None:
         for node in self.nodes:
             node.start()
         addrs = [f"127.0.0.1:{n.port}" for n in self.nodes]
@@ -91,7 +104,6 @@ class RedisCluster:
             timeout=30,
         )
         self._wait_ok()
-        return self
 
     def _wait_ok(self, timeout_s: float = 15.0) -> None:
         deadline = time.monotonic() + timeout_s
