@@ -6,11 +6,11 @@ however many keys a level of the query asks for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.loaders.batch import BatchLoader as DataLoader
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -20,14 +20,10 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
-from strawberry.dataloader import DataLoader
 
 
 def _loader(fn: Any) -> Any:
-    async def load(keys: Sequence[Any]) -> Any:
-        return await fn(list(keys))
-
-    return DataLoader(load_fn=load)
+    return DataLoader(fn)
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,18 @@ async def test_health_and_readiness(world: Any) -> None:
         ready = (await client.get(f"{PREFIX}/readyz")).json()
     assert ready["ready"] is True
     assert ready["backends"][0]["name"] == "redis" and ready["backends"][0]["ok"] is True
+
+
+async def test_cost_counts_variables_and_fragments(world: Any) -> None:
+    store, _ = world
+    query = """
+    query($n: Int) { sessions(first: $n) { nodes { ...M } } }
+    fragment M on Session { models(first: 100) { nodes { steps(first: 100) { nodes { ops(first: 20) { nodes { id } } } } } } }
+    """
+    async with app_client(store) as client:
+        small = await gql(client, query, n=1)
+        big = await gql(client, query, n=2)
+    # 1 + 100 + 10,000 + 200,000 nodes at n=1; twice that at n=2, past the 250,000 limit
+    assert "errors" not in small, small
+    assert big["errors"][0]["extensions"]["code"] == "QUERY_TOO_COSTLY"
+    assert big["data"] is None

@@ -1,0 +1,76 @@
+"""A DataLoader that waits for a query level to settle before it dispatches.
+
+Strawberry's DataLoader dispatches two event-loop iterations after the first load of a
+batch. graphql-core completes sibling list items through chains of futures of unequal
+depth, so at a few hundred items some loads arrive later and start a second batch: a
+second round trip. This loader dispatches once ``quiet_ticks`` iterations pass with no
+new load (and at the latest after ``max_ticks``), so a level of a query is one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BatchLoader(Generic[K, V]):
+    def __init__(
+        self,
+        load_fn: Callable[[list[K]], Awaitable[Sequence[V]]],
+        *,
+        quiet_ticks: int = 3,
+        max_ticks: int = 100,
+    ) -> None:
+        self._load_fn = load_fn
+        self._quiet = quiet_ticks
+        self._max = max_ticks
+        self._cache: dict[K, asyncio.Future[V]] = {}
+        self._pending: dict[K, asyncio.Future[V]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+
+    def load(self, key: K) -> asyncio.Future[V]:
+        fut = self._cache.get(key)
+        if fut is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._cache[key] = fut
+            self._pending[key] = fut
+            if self._task is None:
+                self._task = asyncio.ensure_future(self._dispatch())
+        return fut
+
+    async def load_many(self, keys: Iterable[K]) -> list[V]:
+        futures = [self.load(k) for k in keys]
+        return list(await asyncio.gather(*futures)) if futures else []
+
+    async def _dispatch(self) -> None:
+        seen, quiet = len(self._pending), 0
+        for _ in range(self._max):
+            await asyncio.sleep(0)
+            if len(self._pending) == seen:
+                quiet += 1
+                if quiet >= self._quiet:
+                    break
+            else:
+                seen, quiet = len(self._pending), 0
+        batch, self._pending, self._task = self._pending, {}, None
+        keys = list(batch)
+        self.batches += 1
+        try:
+            values = await self._load_fn(keys)
+            if len(values) != len(keys):
+                raise RuntimeError(f"batch function returned {len(values)} for {len(keys)} keys")
+        except BaseException as exc:
+            for fut in batch.values():
+                if not fut.done():
+                    fut.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for fut, value in zip(batch.values(), values, strict=True):
+            if not fut.done():
+                fut.set_result(value)

@@ -1,0 +1,55 @@
+"""The batching loader: one call per settled level, key order, errors to every waiter."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from openrl_inspect.loaders.batch import BatchLoader
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_loads_arriving_over_a_few_iterations_share_one_batch() -> None:
+    calls: list[list[int]] = []
+
+    async def fetch(keys: list[int]) -> list[int]:
+        calls.append(keys)
+        return [k * 10 for k in keys]
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+
+    async def late(key: int, hops: int) -> int:
+        for _ in range(hops):  # a longer chain of futures, as graphql-core's are
+            await asyncio.sleep(0)
+        return await loader.load(key)
+
+    got = await asyncio.gather(*(late(k, k % 3) for k in range(50)), loader.load(7))
+    assert got == [k * 10 for k in range(50)] + [70]
+    assert len(calls) == 1 and sorted(calls[0]) == list(range(50))  # 7 asked twice, fetched once
+
+
+async def test_a_failing_batch_fails_every_waiter_and_the_next_batch_is_fresh() -> None:
+    attempts = 0
+
+    async def fetch(keys: list[str]) -> list[str]:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise ConnectionError("down")
+        return keys
+
+    loader: BatchLoader[str, str] = BatchLoader(fetch)
+    results = await asyncio.gather(loader.load("a"), loader.load("b"), return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results)
+    assert await loader.load("c") == "c"
+
+
+async def test_wrong_number_of_results_is_an_error() -> None:
+    async def fetch(keys: list[int]) -> list[int]:
+        return []
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    with pytest.raises(RuntimeError, match="returned 0 for 1 keys"):
+        await loader.load(1)
