@@ -23,10 +23,10 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis_state import RedisStateStore  # noqa: E402
-from openrl_inspect.simulator import SimConfig  # noqa: E402
-from support.harness import app_client, populate  # noqa: E402
-from support.redis_server import RedisServer  # noqa: E402
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.simulator import SimConfig
+from support.harness import app_client, populate
+from support.redis_server import RedisServer
 
 QUERY = """
 query($s: Int!, $m: Int!, $st: Int!, $o: Int!) {
@@ -89,9 +89,15 @@ async def main(args: argparse.Namespace) -> None:
             ser.append(time.perf_counter() - t)
         med, med_ser = statistics.median(latencies), statistics.median(ser)
         print(f"machine: {platform.machine()}, {platform.python_version()}, {platform.node()}")
-        print(f"filled {models} models / {ops} ops in {fill_s:.1f}s; response {len(resp.content)} bytes")
-        print(f"| nested query median | {med * 1e3:.0f} ms (min {min(latencies) * 1e3:.0f}, max {max(latencies) * 1e3:.0f}, n={args.runs}) |")
-        print(f"| Redis round trips per query | {statistics.median(trips):.0f} (all runs: {sorted(set(trips))}) |")
+        print(
+            f"filled {models} models / {ops} ops in {fill_s:.1f}s; response {len(resp.content)} bytes"
+        )
+        print(
+            f"| nested query median | {med * 1e3:.0f} ms (min {min(latencies) * 1e3:.0f}, max {max(latencies) * 1e3:.0f}, n={args.runs}) |"
+        )
+        print(
+            f"| Redis round trips per query | {statistics.median(trips):.0f} (all runs: {sorted(set(trips))}) |"
+        )
         print(f"| orjson.dumps of the same result | {med_ser * 1e3:.1f} ms |")
         print(f"| ratio query / orjson | {med / med_ser:.0f}x |")
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from openrl_inspect.loaders.batch import BatchLoader
 
 pytestmark = pytest.mark.anyio
