@@ -421,7 +421,10 @@ class FakeKube:
                     self._expire_next_continue, snapshot = False, None
                 if snapshot is None:
                     self.expired_continues += 1
-                    message = "The provided continue parameter is too old to display a consistent list result."
+                    message = (
+                        "The provided continue parameter is too old "
+                        "to display a consistent list result."
+                    )
                     return h.send_json(410, _status(410, "Expired", message))
                 rv, items = snapshot
             else:

@@ -1,0 +1,120 @@
+"""``MemoryKubernetesSource``: the in-memory twin of the Kubernetes source.
+
+Records are set directly (``put``, ``put_gpus``, ``remove``); reads go through the same
+queries as the real watch cache, so a demo or a unit test sees the same ordering,
+truncation and batching. ``failure`` makes every read raise (a backend outage), and
+``degraded_kinds`` marks answers degraded as an unsynced cache would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from openrl_inspect.adapters.errors import BackendError
+from openrl_inspect.adapters.kubernetes_queries import (
+    CLAIMS,
+    NODES,
+    PODS,
+    SLICES,
+    WORKLOADS,
+    Resolved,
+    Selector,
+    ViewQueries,
+)
+from openrl_inspect.adapters.kubernetes_records import (
+    ClaimRecord,
+    GpuDevice,
+    KindStatus,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+    SourceStatus,
+    WorkloadRecord,
+)
+from openrl_inspect.adapters.kubernetes_view import ClusterView
+
+Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord
+
+
+class MemoryKubernetesSource(ViewQueries):
+    """A ``KubernetesSource`` over records held in memory."""
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        self.view = ClusterView()
+        self.failure: BackendError | None = None
+        self.degraded_kinds: set[str] = set()
+        self.put(*records)
+
+    def put(self, *records: Record) -> None:
+        """Add or replace records (by kind and key)."""
+        for record in records:
+            if isinstance(record, PodRecord):
+                self.view.pods.upsert(record)
+            elif isinstance(record, NodeRecord):
+                self.view.nodes.upsert(record)
+            elif isinstance(record, WorkloadRecord):
+                self.view.workloads.upsert(record)
+            elif isinstance(record, SliceRecord):
+                self.view.slices.upsert(record)
+            else:
+                self.view.claims.upsert(record)
+
+    def put_gpus(self, devices: Iterable[GpuDevice]) -> None:
+        """Publish devices as the ResourceSlices they name (one slice per slice_name)."""
+        slices: dict[str, list[GpuDevice]] = {}
+        for device in devices:
+            slices.setdefault(device.slice_name, []).append(device)
+        for name, members in slices.items():
+            first = members[0]
+            self.view.slices.upsert(
+                SliceRecord(
+                    name=name,
+                    driver=first.driver,
+                    pool=first.pool,
+                    pool_generation=first.pool_generation,
+                    node_name=first.node_name,
+                    devices=tuple(members),
+                )
+            )
+
+    def remove(self, kind: str, key: ObjectKey) -> None:
+        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices or
+        resourceclaims (cluster-scoped keys have namespace ``""``)."""
+        self._stores()[kind].delete(ObjectKey(*key))
+
+    def _stores(self) -> dict[str, Any]:
+        v = self.view
+        return {
+            PODS: v.pods,
+            NODES: v.nodes,
+            WORKLOADS: v.workloads,
+            SLICES: v.slices,
+            CLAIMS: v.claims,
+        }
+
+    async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
+        if self.failure is not None:
+            raise self.failure
+        return Resolved(self.view, degraded=bool(self.degraded_kinds & set(needs)))
+
+    async def status(self) -> SourceStatus:
+        kinds = []
+        for kind, store in self._stores().items():
+            degraded = kind in self.degraded_kinds
+            error = None if self.failure is None else self.failure.message
+            kinds.append(
+                KindStatus(
+                    kind=kind,
+                    served=True,
+                    synced=not degraded,
+                    objects=len(store),
+                    list_age_s=0.0,
+                    error_age_s=None if error is None else 0.0,
+                    last_error=error,
+                    relists=1,
+                    watch_restarts=1,
+                )
+            )
+        return SourceStatus("kubernetes", tuple(kinds))

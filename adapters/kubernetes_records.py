@@ -1,0 +1,331 @@
+"""Plain frozen records the Kubernetes adapter hands out (never SDK objects).
+
+Times are POSIX seconds (``float``); quantities the inspector counts (GPUs, bytes) are
+``int``. Parsers from the API server's JSON live in ``kubernetes_parse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+MODEL_ID_LABEL = "openrl.ai/model-id"
+ROLE_LABEL = "openrl.ai/role"
+GPU_RESOURCE = "nvidia.com/gpu"
+NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
+
+T = TypeVar("T")
+
+
+class ObjectKey(NamedTuple):
+    """``(namespace, name)``; namespace is ``""`` for cluster-scoped objects."""
+
+    namespace: str
+    name: str
+
+
+class DeviceKey(NamedTuple):
+    """A DRA device's identity: what a ResourceClaim allocation names."""
+
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True, slots=True)
+class Listing(Generic[T]):
+    """A bounded answer: ``truncated`` when more matched than the limit (or than a direct
+    read could fetch); ``degraded`` when served while the kind's watch cache was not in
+    sync (a bounded direct read, or a cache that has lost its watch)."""
+
+    items: tuple[T, ...]
+    truncated: bool = False
+    degraded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerState:
+    """One container's state; ``state`` is waiting, running, terminated or unknown."""
+
+    name: str
+    state: str
+    init: bool = False
+    ready: bool = False
+    restart_count: int = 0
+    reason: str | None = None
+    message: str | None = None
+    exit_code: int | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingFailure:
+    """The pod's ``PodScheduled=False`` condition: why the scheduler has not placed it."""
+
+    reason: str | None
+    message: str | None
+    since: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """A pod's claim reference: ``claim_name`` is the ResourceClaim, once known."""
+
+    name: str
+    claim_name: str | None
+    template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    phase: str | None
+    node_name: str | None
+    labels: Mapping[str, str]
+    model_id: str | None
+    worker_role: str | None
+    conditions: tuple[Condition, ...]
+    containers: tuple[ContainerState, ...]
+    scheduling_failure: SchedulingFailure | None
+    resource_claims: tuple[PodResourceClaim, ...]
+    gpu_request: int
+    owner_kind: str | None
+    owner_name: str | None
+    created: float | None
+    started: float | None
+    deleting: bool
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+    @property
+    def claim_names(self) -> tuple[str, ...]:
+        """Names of the ResourceClaims this pod uses (generated ones once created)."""
+        return tuple(c.claim_name for c in self.resource_claims if c.claim_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    effect: str
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    labels: Mapping[str, str]
+    gpu_allocatable: int | None
+    gpu_capacity: int | None
+    ready: bool | None
+    unschedulable: bool
+    taints: tuple[Taint, ...]
+    conditions: tuple[Condition, ...]
+    created: float | None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey("", self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignment:
+    name: str
+    flavors: Mapping[str, str]
+    resource_usage: Mapping[str, str]
+    count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    """A Kueue Workload: its queue, the demand, the quota decision and its history."""
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    model_id: str | None
+    queue_name: str | None
+    priority: int | None
+    priority_class: str | None
+    active: bool
+    pod_sets: tuple[PodSet, ...]
+    conditions: tuple[Condition, ...]
+    admission: Admission | None
+    requeue_count: int | None
+    created: float | None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of that type (QuotaReserved, Admitted, PodsReady, Evicted, ...)."""
+        for cond in self.conditions:
+            if cond.type == type_:
+                return cond
+        return None
+
+    def is_true(self, type_: str) -> bool:
+        cond = self.condition(type_)
+        return cond is not None and cond.status == "True"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """One device a DRA driver publishes in a ResourceSlice (newest pool generation)."""
+
+    driver: str
+    pool: str
+    pool_generation: int
+    node_name: str | None
+    device: str
+    device_type: str | None
+    uuid: str | None
+    index: int | None
+    minor: int | None
+    product_name: str | None
+    architecture: str | None
+    driver_version: str | None
+    pci_bus_id: str | None
+    memory_bytes: int | None
+    slice_name: str
+
+    @property
+    def key(self) -> DeviceKey:
+        return DeviceKey(self.driver, self.pool, self.device)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRecord:
+    """A ResourceSlice reduced to its pool identity and the devices the inspector keeps."""
+
+    name: str
+    driver: str
+    pool: str
+    pool_generation: int
+    node_name: str | None
+    devices: tuple[GpuDevice, ...]
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey("", self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    @property
+    def key(self) -> DeviceKey:
+        return DeviceKey(self.driver, self.pool, self.device)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimConsumer:
+    """An entry of ``status.reservedFor`` (``resource`` is ``pods`` in practice)."""
+
+    resource: str
+    name: str
+    uid: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    name: str
+    device_class: str | None
+    count: int | None
+    allocation_mode: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    namespace: str
+    name: str
+    uid: str
+    requests: tuple[ClaimRequest, ...]
+    allocated: bool
+    devices: tuple[AllocatedDevice, ...]
+    reserved_for: tuple[ClaimConsumer, ...]
+    created: float | None
+    deleting: bool
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+    @property
+    def reserved_pods(self) -> tuple[ClaimConsumer, ...]:
+        return tuple(c for c in self.reserved_for if c.resource == "pods")
+
+
+@dataclass(frozen=True, slots=True)
+class KindStatus:
+    """One kind's cache state, for readiness and for marking answers degraded.
+
+    ``list_age_s`` is the time since the last complete LIST; ``error_age_s`` how long the
+    current error has lasted (``None`` when healthy). A kind is degraded when it has not
+    synced yet or its watch is failing (answers then come from a possibly stale cache or
+    a bounded direct read).
+    """
+
+    kind: str
+    served: bool
+    synced: bool
+    objects: int
+    list_age_s: float | None
+    error_age_s: float | None
+    last_error: str | None
+    relists: int
+    watch_restarts: int
+
+    @property
+    def degraded(self) -> bool:
+        return self.served and (not self.synced or self.last_error is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    backend: str
+    kinds: tuple[KindStatus, ...]
+
+    @property
+    def ready(self) -> bool:
+        """Every kind has synced (or is not served by this cluster)."""
+        return all(k.synced or not k.served for k in self.kinds)
+
+    @property
+    def degraded(self) -> bool:
+        return any(k.degraded for k in self.kinds)
+
+    def kind(self, name: str) -> KindStatus | None:
+        return next((k for k in self.kinds if k.kind == name), None)

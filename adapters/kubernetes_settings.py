@@ -1,0 +1,57 @@
+"""Settings of the Kubernetes adapter (environment prefix ``OPENRL_INSPECT_KUBERNETES_``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openrl_inspect import settings as settings_module
+from openrl_inspect.adapters.kubernetes_records import NVIDIA_GPU_DRIVER
+from openrl_inspect.settings import SettingsError
+
+ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    """How to reach the API server and how the watch cache behaves.
+
+    ``namespaces`` selects the namespaces whose pods, workloads and claims are watched
+    (empty: all). ``dra_version`` is ``auto`` (ask discovery; prefer v1) or a fixed
+    ``resource.k8s.io`` version. ``max_direct_read`` bounds the one LIST that answers a
+    request while a kind's cache has not synced yet.
+    """
+
+    in_cluster: bool = False
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespaces: tuple[str, ...] = ()
+    request_timeout_s: float = 10.0
+    watch_timeout_s: float = 300.0
+    resync_period_s: float = 900.0
+    list_page_size: int = 500
+    max_direct_read: int = 500
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+    kueue_version: str = "v1beta1"
+    dra_version: str = "auto"
+    gpu_drivers: tuple[str, ...] = (NVIDIA_GPU_DRIVER,)
+
+    def __post_init__(self) -> None:
+        for name in ("request_timeout_s", "watch_timeout_s", "resync_period_s"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()}: must be positive")
+        if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
+            raise SettingsError(f"{ENV_PREFIX}BACKOFF_*: need 0 < initial <= max")
+        if self.list_page_size < 1 or self.max_direct_read < 1:
+            raise SettingsError(f"{ENV_PREFIX}LIST_PAGE_SIZE/MAX_DIRECT_READ: must be >= 1")
+        if self.dra_version != "auto" and self.dra_version not in DRA_VERSIONS:
+            raise SettingsError(f"{ENV_PREFIX}DRA_VERSION: one of auto, {', '.join(DRA_VERSIONS)}")
+
+
+def load_settings(
+    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+) -> KubernetesSettings:
+    return settings_module.load(KubernetesSettings, ENV_PREFIX, environ, overrides)

@@ -1,0 +1,189 @@
+"""Keyed record stores with secondary indexes, and the GPU view over ResourceSlices.
+
+A ``Store`` holds one kind's records by ``ObjectKey``; secondary indexes (pods by model,
+by node; claims by reserving pod, by device) are kept up to date on every upsert and
+delete, so a lookup never scans. The watch cache, the direct-read fallback and the
+in-memory twin all keep their records in these stores and answer through the same
+queries (``kubernetes_view``), so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Generic, Protocol, TypeVar
+
+from openrl_inspect.adapters.kubernetes_records import (
+    ClaimRecord,
+    DeviceKey,
+    GpuDevice,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+    WorkloadRecord,
+)
+
+
+class Keyed(Protocol):
+    @property
+    def key(self) -> ObjectKey: ...
+
+
+R = TypeVar("R", bound=Keyed)
+
+IndexFn = Callable[[R], Iterable[Hashable]]
+
+
+class Store(Generic[R]):
+    """Records of one kind by key, with incrementally maintained secondary indexes."""
+
+    def __init__(self, indexes: Mapping[str, IndexFn[R]] | None = None) -> None:
+        self._items: dict[ObjectKey, R] = {}
+        self._index_fns: dict[str, IndexFn[R]] = dict(indexes or {})
+        self._indexes: dict[str, dict[Hashable, set[ObjectKey]]] = {
+            name: {} for name in self._index_fns
+        }
+        self._sorted: list[ObjectKey] | None = None
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: ObjectKey) -> R | None:
+        return self._items.get(key)
+
+    def values(self) -> Iterator[R]:
+        return iter(self._items.values())
+
+    def keys_for(self, index: str, value: Hashable) -> set[ObjectKey]:
+        return self._indexes[index].get(value, set())
+
+    def sorted_keys(self) -> list[ObjectKey]:
+        if self._sorted is None:
+            self._sorted = sorted(self._items)
+        return self._sorted
+
+    def keys_after(self, after: ObjectKey | None) -> Iterator[ObjectKey]:
+        keys = self.sorted_keys()
+        start = 0 if after is None else bisect.bisect_right(keys, after)
+        return iter(keys[start:])
+
+    def upsert(self, record: R) -> None:
+        key = record.key
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        else:
+            self._sorted = None
+        self._items[key] = record
+        self._index(key, record)
+        self.version += 1
+
+    def delete(self, key: ObjectKey) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+            self._sorted = None
+            self.version += 1
+
+    def replace(self, records: Iterable[R], namespace: str | None = None) -> None:
+        """Make the store hold exactly ``records`` (within ``namespace`` if given)."""
+        fresh = {record.key: record for record in records}
+        stale = [k for k in self._items if k not in fresh]
+        if namespace is not None:
+            stale = [k for k in stale if k.namespace == namespace]
+        for key in stale:
+            self.delete(key)
+        for record in fresh.values():
+            if self._items.get(record.key) != record:
+                self.upsert(record)
+        self.version += 1
+
+    def _index(self, key: ObjectKey, record: R) -> None:
+        for name, fn in self._index_fns.items():
+            table = self._indexes[name]
+            for value in fn(record):
+                table.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: ObjectKey, record: R) -> None:
+        for name, fn in self._index_fns.items():
+            table = self._indexes[name]
+            for value in fn(record):
+                keys = table.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del table[value]
+
+
+def _one(value: str | None) -> tuple[str, ...]:
+    return (value,) if value else ()
+
+
+def pod_store() -> Store[PodRecord]:
+    return Store[PodRecord](
+        {"model": lambda p: _one(p.model_id), "node": lambda p: _one(p.node_name)}
+    )
+
+
+def node_store() -> Store[NodeRecord]:
+    return Store[NodeRecord]()
+
+
+def workload_store() -> Store[WorkloadRecord]:
+    return Store[WorkloadRecord]({"model": lambda w: _one(w.model_id)})
+
+
+def slice_store() -> SliceStore:
+    return SliceStore()
+
+
+def claim_store() -> Store[ClaimRecord]:
+    return Store[ClaimRecord](
+        {
+            # reservedFor names pods of the claim's own namespace.
+            "pod": lambda c: [ObjectKey(c.namespace, p.name) for p in c.reserved_pods],
+            "device": lambda c: [d.key for d in c.devices],
+        }
+    )
+
+
+class GpuIndex:
+    """The devices of each pool's newest generation, by key, UUID and node.
+
+    A driver that republishes a pool bumps its generation; slices of older generations
+    may linger until it deletes them and must not count.
+    """
+
+    def __init__(self, slices: Iterable[SliceRecord]) -> None:
+        slices = list(slices)
+        newest: dict[tuple[str, str], int] = {}
+        for s in slices:
+            pool = (s.driver, s.pool)
+            newest[pool] = max(newest.get(pool, s.pool_generation), s.pool_generation)
+        devices = [
+            d for s in slices if s.pool_generation == newest[(s.driver, s.pool)] for d in s.devices
+        ]
+        devices.sort(key=lambda d: d.key)
+        self.devices: list[GpuDevice] = devices
+        self.keys: list[DeviceKey] = [d.key for d in devices]
+        self.by_key: dict[DeviceKey, GpuDevice] = {d.key: d for d in devices}
+        self.by_uuid: dict[str, GpuDevice] = {d.uuid: d for d in devices if d.uuid}
+        self.by_node: dict[str, list[GpuDevice]] = {}
+        for d in devices:
+            if d.node_name:
+                self.by_node.setdefault(d.node_name, []).append(d)
+
+
+class SliceStore(Store[SliceRecord]):
+    """A slice store that keeps its ``GpuIndex`` until the slices change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gpu_index: tuple[int, GpuIndex] | None = None
+
+    def gpus(self) -> GpuIndex:
+        if self._gpu_index is None or self._gpu_index[0] != self.version:
+            self._gpu_index = (self.version, GpuIndex(self.values()))
+        return self._gpu_index[1]
