@@ -1,0 +1,308 @@
+"""What the real adapter and its twin share: filters, cursors, bounds, conversion.
+
+Both read a backend in *pages* (``Fetch``: a page token and a size in, raw LogEntry
+JSON objects and the next token out) and :func:`collect` turns pages into one bounded
+answer, so bounds and cursors behave the same whatever the backend.
+
+A cursor is the backend's own page token plus how many entries of that page were
+already returned (an answer may stop inside a page when its byte budget runs out),
+bound to a fingerprint of the filter and order so it cannot be replayed on another
+query. Page tokens are assumed to be re-usable for the same request, as Cloud
+Logging's are.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from openrl_inspect.adapters.cloud_logging_types import (
+    CloudLoggingSettings,
+    FieldValue,
+    LogEntry,
+    LogPage,
+    LogQuery,
+    LogSourceKind,
+    TruncationReason,
+    explorer_url,
+)
+from openrl_inspect.adapters.errors import BackendProtocolError, InvalidInput
+from openrl_inspect.adapters.logfilter import SEVERITIES, build_filter
+from openrl_inspect.adapters.logfilter_eval import parse_timestamp
+
+BACKEND = "cloud_logging"
+ASCENDING = "timestamp asc"
+DESCENDING = "timestamp desc"
+
+_MAX_CURSOR_CHARS = 8192
+_MAX_KEY_CHARS = 128
+_ENTRY_OVERHEAD_BYTES = 64
+
+# (page token or None for the first page, page size, seconds left) -> (items, next token)
+Fetch = Callable[[str | None, int, float], tuple[Sequence[Any], str | None]]
+
+
+def order_by(query: LogQuery) -> str:
+    return DESCENDING if query.newest_first else ASCENDING
+
+
+def filter_for(query: LogQuery, settings: CloudLoggingSettings, project: str | None) -> str:
+    """The one filter a query becomes (see ``logfilter.build_filter``)."""
+    return build_filter(
+        start=query.start,
+        end=query.end,
+        resource_type=settings.resource_type,
+        project=project,
+        log_id=settings.log_id,
+        namespace=settings.namespace,
+        model_id=query.model_id,
+        model_label_key=settings.model_label_key,
+        model_pods=query.model_pods,
+        pod=query.pod,
+        role=query.role,
+        role_label_key=settings.role_label_key,
+        severity_floor=query.severity_floor,
+        text=query.text,
+    )
+
+
+# ----------------------------------------------------------------------------- cursors
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where the next answer starts: the page ``token`` fetches (None: the first),
+    minus the ``skip`` entries of it already returned, fetched ``page_size`` at a time
+    (kept when ``skip`` > 0 so the same page comes back)."""
+
+    token: str | None
+    skip: int = 0
+    page_size: int | None = None
+
+
+def fingerprint(filter_: str, order: str) -> str:
+    return hashlib.sha256(f"{order}\n{filter_}".encode()).hexdigest()[:24]
+
+
+def encode_cursor(print_: str, position: Position) -> str:
+    body = {"v": 1, "q": print_, "t": position.token, "s": position.skip}
+    if position.page_size is not None:
+        body["p"] = position.page_size
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, print_: str) -> Position:
+    """The position a cursor names; InvalidInput unless it was made for this query."""
+    refused = InvalidInput("the cursor is not valid for this query")
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= _MAX_CURSOR_CHARS:
+        raise refused
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        body = json.loads(raw)
+    except (binascii.Error, ValueError):
+        raise refused from None
+    if not isinstance(body, dict) or body.get("v") != 1 or body.get("q") != print_:
+        raise refused
+    token, skip, size = body.get("t"), body.get("s"), body.get("p")
+    if token is not None and not (isinstance(token, str) and token):
+        raise refused
+    if not isinstance(skip, int) or isinstance(skip, bool) or not 0 <= skip <= 1000:
+        raise refused
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise refused
+    return Position(token, skip, size)
+
+
+# -------------------------------------------------------------------------- conversion
+
+
+def cut(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters plus a marker naming how many were dropped."""
+    if len(text) <= limit:
+        return text, 0
+    dropped = len(text) - limit
+    return f"{text[:limit]}… [truncated {dropped} chars]", dropped
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def bounded_fields(
+    payload: Mapping[str, Any], settings: CloudLoggingSettings
+) -> dict[str, FieldValue]:
+    """At most ``max_fields`` entries; strings cut, nested values as cut compact JSON."""
+    out: dict[str, FieldValue] = {}
+    items = list(payload.items())
+    for key, value in items[: settings.max_fields]:
+        name, _ = cut(str(key), _MAX_KEY_CHARS)
+        if value is None or isinstance(value, bool | int | float):
+            out[name] = value
+        else:
+            text = value if isinstance(value, str) else _compact(value)
+            out[name], _ = cut(text, settings.max_field_chars)
+    if len(items) > settings.max_fields:
+        out["…"] = f"{len(items) - settings.max_fields} more fields"
+    return out
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def to_log_entry(raw: Any, settings: CloudLoggingSettings) -> LogEntry:
+    """One LogEntry JSON object (the REST wire format) as a bounded record."""
+    if not isinstance(raw, Mapping):
+        raise BackendProtocolError(BACKEND, "a log entry was not an object")
+    stamp = raw.get("timestamp") or raw.get("receiveTimestamp")
+    try:
+        timestamp = parse_timestamp(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        timestamp = None
+    if timestamp is None:
+        raise BackendProtocolError(BACKEND, "a log entry had no readable timestamp")
+    severity = raw.get("severity")
+    severity = severity.upper() if isinstance(severity, str) else "DEFAULT"
+    if severity not in SEVERITIES:
+        severity = "DEFAULT"
+    resource = raw.get("resource")
+    resource_labels = resource.get("labels") if isinstance(resource, Mapping) else None
+    if not isinstance(resource_labels, Mapping):
+        resource_labels = {}
+    labels = raw.get("labels")
+    if not isinstance(labels, Mapping):
+        labels = {}
+    message, fields = _payload(raw, settings)
+    message, dropped = cut(message, settings.max_message_chars)
+    return LogEntry(
+        timestamp=timestamp,
+        severity=severity,
+        source=LogSourceKind.WORKER,
+        message=message,
+        role=_str_or_none(labels.get(settings.role_label_key)),
+        pod=_str_or_none(resource_labels.get("pod_name")),
+        container=_str_or_none(resource_labels.get("container_name")),
+        model_id=_str_or_none(labels.get(settings.model_label_key)),
+        fields=MappingProxyType(fields),
+        insert_id=_str_or_none(raw.get("insertId")),
+        truncated_chars=dropped,
+    )
+
+
+def _payload(
+    raw: Mapping[str, Any], settings: CloudLoggingSettings
+) -> tuple[str, dict[str, FieldValue]]:
+    text = raw.get("textPayload")
+    if text is not None:
+        return str(text), {}
+    payload = raw.get("jsonPayload")
+    if isinstance(payload, Mapping):
+        for key in ("message", "msg"):
+            if isinstance(payload.get(key), str):
+                rest = {k: v for k, v in payload.items() if k != key}
+                return payload[key], bounded_fields(rest, settings)
+        return _compact(payload), bounded_fields(payload, settings)
+    proto = raw.get("protoPayload")
+    if isinstance(proto, Mapping):
+        return _compact(proto), {}
+    return "", {}
+
+
+def entry_size(entry: LogEntry) -> int:
+    """The bytes an entry counts against ``max_bytes``: its text, roughly as sent."""
+    size = _ENTRY_OVERHEAD_BYTES + len(entry.message.encode())
+    for text in (entry.role, entry.pod, entry.container, entry.model_id, entry.insert_id):
+        size += len(text.encode()) if text else 0
+    for key, value in entry.fields.items():
+        size += len(key.encode()) + len(str(value).encode())
+    return size
+
+
+# ---------------------------------------------------------------------------- collect
+
+
+def collect(
+    fetch: Fetch,
+    convert: Callable[[Any], LogEntry],
+    *,
+    query: LogQuery,
+    settings: CloudLoggingSettings,
+    filter_: str,
+    cursor: str | None,
+    deadline: float,
+    project: str | None,
+    clock: Callable[[], float] = time.monotonic,
+) -> LogPage:
+    """Read pages until the answer is full, a bound is hit, or the results end.
+
+    At least one entry is returned when one exists, so a tiny byte budget still moves
+    forward. Errors from ``fetch`` propagate: a half answer is never passed off as whole.
+    """
+    print_ = fingerprint(filter_, order_by(query))
+    want = min(query.limit, settings.max_entries)
+    full = (
+        TruncationReason.LIMIT
+        if query.limit <= settings.max_entries
+        else TruncationReason.MAX_ENTRIES
+    )
+    position = decode_cursor(cursor, print_) if cursor is not None else Position(None)
+    entries: list[LogEntry] = []
+    used = 0
+    pages = 0
+    stop: tuple[Position, TruncationReason] | None = None
+    while stop is None:
+        if pages >= settings.max_pages:
+            stop = (position, TruncationReason.SCAN_BUDGET)
+            break
+        left = deadline - clock()
+        if pages > 0 and left <= 0:
+            stop = (position, TruncationReason.TIME_BUDGET)
+            break
+        size = position.page_size or min(settings.page_size, max(1, want - len(entries)))
+        items, next_token = fetch(position.token, size, left)
+        pages += 1
+        index = position.skip
+        for item in items[position.skip :]:
+            if len(entries) >= want:
+                stop = (Position(position.token, index, size), full)
+                break
+            entry = convert(item)
+            cost = entry_size(entry)
+            if entries and used + cost > settings.max_bytes:
+                stop = (Position(position.token, index, size), TruncationReason.MAX_BYTES)
+                break
+            entries.append(entry)
+            used += cost
+            index += 1
+        else:
+            if next_token is None:
+                break
+            position = Position(next_token)
+            if len(entries) >= want:
+                stop = (position, full)
+    next_cursor = None if stop is None else encode_cursor(print_, stop[0])
+    return LogPage(
+        entries=tuple(entries),
+        next_cursor=next_cursor,
+        truncated=stop is not None,
+        truncated_reason=None if stop is None else stop[1],
+        bytes_used=used,
+        filter=filter_,
+        explorer_url=None
+        if project is None
+        else explorer_url(project, filter_, query.start, query.end),
+    )
+
+
+def sort_key(raw: Mapping[str, Any]) -> tuple[datetime, str]:
+    """Order of entries within a filter: timestamp, then insertId to break ties."""
+    return parse_timestamp(str(raw.get("timestamp"))), str(raw.get("insertId") or "")
