@@ -39,10 +39,42 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
 
+async def _kubernetes(backends: Backends) -> dict[str, Any]:
+    assert backends.kubernetes is not None
+    try:
+        async with asyncio.timeout(3.0):
+            status = await backends.kubernetes.status()
+    except (BackendError, TimeoutError):
+        return {"name": "kubernetes", "ok": False, "code": "BACKEND_UNAVAILABLE"}
+    kinds = [
+        {
+            "kind": k.kind,
+            "served": k.served,
+            "synced": k.synced,
+            "objects": k.objects,
+            "age_s": None if k.list_age_s is None else round(k.list_age_s, 1),
+            "error": k.last_error,
+        }
+        for k in status.kinds
+    ]
+    return {"name": "kubernetes", "ok": status.ready, "degraded": status.degraded, "kinds": kinds}
+
+
 async def readyz(request: Request) -> Response:
+    """Each backend's state. Only Redis decides readiness: without Kubernetes,
+    Prometheus or Cloud Logging the API still answers everything else."""
     backends: Backends = request.app.state.backends
-    checks = [await _check("redis", backends.state.ready, 3.0)]
-    ready = all(c["ok"] for c in checks)
+    redis = await _check("redis", backends.state.ready, 3.0)
+    checks = [redis]
+    if backends.kubernetes is not None:
+        checks.append(await _kubernetes(backends))
+    if backends.prometheus is not None:
+        source = backends.prometheus
+        checks.append(await _check("prometheus", lambda: source.instant("vector(1)"), 6.0))
+    if backends.logs is not None:
+        # Listing entries costs read quota: configured, not probed.
+        checks.append({"name": "cloud_logging", "ok": True, "probed": False})
+    ready = bool(redis["ok"])
     return JSONResponse({"ready": ready, "backends": checks}, status_code=200 if ready else 503)
 
 

@@ -6,27 +6,54 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
+from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings, CloudLoggingSource
+from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
+from openrl_inspect.adapters.kubernetes import KubernetesSettings, open_kubernetes
+from openrl_inspect.adapters.prometheus import PrometheusSettings, make_metrics_source
 from openrl_inspect.adapters.redis_client import RedisSettings, connect
 from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig, Simulation
 
-log = logging.getLogger("openrl_inspect.demo")
+log = logging.getLogger("openrl_inspect.backends")
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Which backends ``serve`` opens; ``None`` leaves one out."""
+
+    redis: RedisSettings = field(default_factory=RedisSettings)
+    kubernetes: KubernetesSettings | None = None
+    prometheus: PrometheusSettings | None = None
+    cloud_logging: CloudLoggingSettings | None = None
 
 
 @asynccontextmanager
-async def real_backends(redis: RedisSettings) -> AsyncIterator[Backends]:
-    store = RedisStateStore.from_settings(redis)
-    try:
-        yield Backends(state=store)
-    finally:
-        await store.aclose()
+async def real_backends(config: BackendSettings) -> AsyncIterator[Backends]:
+    async with AsyncExitStack() as stack:
+        store = RedisStateStore.from_settings(config.redis)
+        stack.push_async_callback(store.aclose)
+        backends = Backends(state=store)
+        if config.kubernetes is not None:
+            backends.kubernetes = await stack.enter_async_context(
+                open_kubernetes(config.kubernetes)
+            )
+        if config.prometheus is not None:
+            source = make_metrics_source(config.prometheus)
+            stack.push_async_callback(source.aclose)
+            backends.prometheus = source
+            backends.metrics = PromGpuMetrics.from_settings(config.prometheus, source)
+        if config.cloud_logging is not None:
+            logs = CloudLoggingSource(config.cloud_logging)
+            stack.push_async_callback(logs.aclose)
+            backends.logs = logs
+        yield backends
 
 
 @dataclass(frozen=True)
@@ -42,12 +69,26 @@ class DemoSettings:
     redis_url: str | None = None
 
 
-async def _drive(sim: Simulation, rec: AsyncRecorder, tick_s: float) -> None:
+# Each in-memory twin of the demo has a mirror that copies the simulation into it (and
+# puts the twin into ``backends`` on its first call): called once after the history is
+# written, then on every tick.
+Mirror = Callable[[Simulation, Backends, float], Awaitable[None]]
+MIRRORS: tuple[Mirror, ...] = ()
+
+
+async def _mirror(sim: Simulation, backends: Backends, now: float) -> None:
+    for mirror in MIRRORS:
+        await mirror(sim, backends, now)
+
+
+async def _drive(sim: Simulation, rec: AsyncRecorder, backends: Backends, tick_s: float) -> None:
     while True:
         await asyncio.sleep(tick_s)
-        sim.advance(time.time())
+        now = time.time()
+        sim.advance(now)
         try:
             await rec.flush()
+            await _mirror(sim, backends, now)
         except Exception:  # the demo's writer must outlive a Redis restart
             log.warning("demo: writing simulated telemetry failed; will retry", exc_info=True)
 
@@ -73,11 +114,14 @@ async def demo_backends(demo: DemoSettings) -> AsyncIterator[Backends]:
         steps_per_model=demo.steps_per_model,
     )
     sim = Simulation(config, rec)
-    sim.populate(time.time())
+    now = time.time()
+    sim.populate(now)
     await rec.flush()
-    task = asyncio.create_task(_drive(sim, rec, demo.tick_s))
+    backends = Backends(state=store)
+    await _mirror(sim, backends, now)
+    task = asyncio.create_task(_drive(sim, rec, backends, demo.tick_s))
     try:
-        yield Backends(state=store)
+        yield backends
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrl_inspect import settings
+from openrl_inspect.adapters import cloud_logging, kubernetes, prometheus
 from openrl_inspect.adapters.redis_client import RedisSettings
-from openrl_inspect.backends import DemoSettings, demo_backends, real_backends
+from openrl_inspect.backends import BackendSettings, DemoSettings, demo_backends, real_backends
 from openrl_inspect.context import Limits
 
 
@@ -52,6 +53,16 @@ def _parser() -> argparse.ArgumentParser:
         "--redis-cluster", action="store_true", default=None, help="the URL is a Redis Cluster"
     )
     serve.add_argument("--redis-timeout", type=float, help="seconds per Redis call (default 2)")
+    serve.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=None,
+        help="read Kubernetes with the pod's service account",
+    )
+    serve.add_argument("--kubeconfig", help="read Kubernetes through this kubeconfig")
+    serve.add_argument("--kube-context", help="the kubeconfig context to use")
+    serve.add_argument("--prometheus-url", help="Prometheus HTTP API root (Managed Prometheus too)")
+    serve.add_argument("--logging-project", help="Google Cloud project whose Cloud Logging to read")
 
     demo = sub.add_parser("demo", help="serve the API over a live simulated cluster")
     listen(demo)
@@ -61,6 +72,33 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
     return parser
+
+
+def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> BackendSettings:
+    """Redis always; each other backend when its flag or environment names it."""
+    redis = settings.load(
+        RedisSettings,
+        "OPENRL_INSPECT_REDIS_",
+        env,
+        {"url": args.redis_url, "cluster": args.redis_cluster, "timeout_s": args.redis_timeout},
+    )
+    kube_flags = {
+        "in_cluster": args.in_cluster,
+        "kubeconfig": args.kubeconfig,
+        "context": args.kube_context,
+    }
+    kube = kubernetes.load_settings(env, kube_flags)
+    prom = prometheus.load_settings(env, {"url": args.prometheus_url})
+    logs = cloud_logging.load_settings(env, {"project": args.logging_project})
+    named = set(env)
+    return BackendSettings(
+        redis=redis,
+        kubernetes=kube if kube.in_cluster or kube.kubeconfig else None,
+        prometheus=prom
+        if args.prometheus_url or "OPENRL_INSPECT_PROMETHEUS_URL" in named
+        else None,
+        cloud_logging=logs if logs.project else None,
+    )
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -95,13 +133,8 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         {"host": args.host, "port": args.port, "log_level": args.log_level},
     )
     if args.command == "serve":
-        redis = settings.load(
-            RedisSettings,
-            "OPENRL_INSPECT_REDIS_",
-            env,
-            {"url": args.redis_url, "cluster": args.redis_cluster, "timeout_s": args.redis_timeout},
-        )
-        app = create_app(lambda: real_backends(redis), limits)
+        config = backend_settings(args, env)
+        app = create_app(lambda: real_backends(config), limits)
     else:
         demo = settings.load(
             DemoSettings,

@@ -6,6 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 import strawberry
+from openrl_inspect.adapters.cloud_logging import LogSource
+from openrl_inspect.adapters.gpu_metrics import GpuMetrics
+from openrl_inspect.adapters.kubernetes import KubernetesSource
+from openrl_inspect.adapters.prometheus import MetricsSource
 from openrl_inspect.adapters.redis_state import StateStore
 from openrl_inspect.loaders.state import StateLoaders
 
@@ -29,9 +33,18 @@ class Limits:
 
 @dataclass
 class Backends:
-    """The long-lived clients, opened once in the app's lifespan."""
+    """The long-lived clients, opened once in the app's lifespan.
+
+    Only Redis is required; a backend left out (``None``) makes the fields that need it
+    null with code ``BACKEND_NOT_CONFIGURED``.
+    """
 
     state: StateStore
+    kubernetes: KubernetesSource | None = None
+    metrics: GpuMetrics | None = None
+    # The raw PromQL source behind ``metrics``, for the guarded raw-query field.
+    prometheus: MetricsSource | None = None
+    logs: LogSource | None = None
 
 
 @dataclass

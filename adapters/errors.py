@@ -8,6 +8,7 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     │   ├── BackendUnavailable       refused, reset, DNS, closed, auth failure
     │   ├── BackendTimeout           the call's own timeout ran out
     │   ├── BackendProtocolError     the answer could not be understood
+    │   ├── BackendNotConfigured     this inspector was started without that backend
     │   └── SchemaVersionError       the data is newer than this reader understands
     ├── NotFound                     a looked-up id does not exist
     └── InvalidInput                 a caller's argument was refused before any call
@@ -49,6 +50,10 @@ class BackendTimeout(BackendError):
 
 class BackendProtocolError(BackendError):
     code = "BACKEND_PROTOCOL_ERROR"
+
+
+class BackendNotConfigured(BackendError):
+    code = "BACKEND_NOT_CONFIGURED"
 
 
 class SchemaVersionError(BackendError):
