@@ -29,13 +29,17 @@ async def populate(client: Any, config: SimConfig, now: float | None = None) -> 
 
 @asynccontextmanager
 async def app_client(
-    store: RedisStateStore, limits: Limits | None = None
+    store: RedisStateStore, limits: Limits | None = None, **others: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client on the ASGI app, with the app's lifespan running."""
+    """An httpx client on the ASGI app, with the app's lifespan running.
+
+    ``others`` are the optional backends (``kubernetes=``, ``metrics=``, ``prometheus=``,
+    ``logs=``), as in ``context.Backends``.
+    """
 
     @asynccontextmanager
     async def backends() -> AsyncIterator[Backends]:
-        yield Backends(state=store)
+        yield Backends(state=store, **others)
 
     app = create_app(backends, limits)
     transport = httpx.ASGITransport(app=app)
