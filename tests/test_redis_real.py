@@ -129,3 +129,27 @@ async def test_recorder_and_reader_on_a_three_node_cluster(redis_cluster: Any) -
     models = [m for s in body["data"]["sessions"]["nodes"] for m in s["models"]["nodes"]]
     assert len(models) == 3 * 4 + 5
     assert any(m["steps"]["nodes"] for m in models)
+
+
+@pytest.mark.redis_server
+async def test_the_api_reads_as_a_read_only_acl_user(redis_server: RedisServer) -> None:
+    admin = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    await admin.flushdb()
+    await populate(admin, SimConfig(seed=9, sessions=2, models_per_session=2))
+    # No write command is allowed: if the API ever wrote, these queries would fail.
+    await admin.execute_command(
+        "ACL", "SETUSER", "inspector", "on", ">readonly-pw", "~*", "+@read", "-@write", "+ping"
+    )
+    await admin.aclose()
+    url = redis_server.url.replace("redis://", "redis://inspector:readonly-pw@")
+    store = RedisStateStore.from_settings(RedisSettings(url=url))
+    async with app_client(store) as client:
+        body = await gql(
+            client,
+            "{ sessions { nodes { models { nodes { state steps(first: 2) { nodes {"
+            " ops { nodes { health worker { alive } } } } } openOps { totalCount } } } } } }",
+        )
+        ready = await client.get(f"{PREFIX}/readyz")
+    await store.aclose()
+    assert "errors" not in body, body
+    assert ready.status_code == 200
