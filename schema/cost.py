@@ -97,8 +97,11 @@ class _Cost:
                 value = int(arg.value.value)
             elif isinstance(arg.value, VariableNode):
                 value = self.variables.get(arg.value.name.value)
+            if not isinstance(value, int) or isinstance(value, bool):
+                # A wrongly typed variable: graphql-core refuses it with a clear error.
+                return child, self.default_page
             # Out-of-range sizes are refused by the resolvers; count what could run.
-            return child, self.default_page if value is None else min(max(0, value), self.max_page)
+            return child, min(max(0, value), self.max_page)
         return child, self.default_page
 
 

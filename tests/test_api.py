@@ -167,6 +167,18 @@ async def test_bad_input_gets_a_clear_coded_error_never_a_500(
     assert "Traceback" not in str(body)
 
 
+@pytest.mark.parametrize("value", ["ten", 2.5, True, None, [1]])
+async def test_wrongly_typed_variables_get_graphql_errors(world: Any, value: Any) -> None:
+    store, _ = world
+    async with app_client(store) as client:
+        body = await gql(client, "query($f: Int) { sessions(first: $f) { totalCount } }", f=value)
+    if value is None:
+        assert "errors" not in body  # null means the default page
+    else:
+        assert body["data"] is None
+        assert "Variable '$f'" in body["errors"][0]["message"]
+
+
 async def test_unexpected_errors_are_masked(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     store, _ = world
 
