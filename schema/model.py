@@ -10,6 +10,7 @@ from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.schema.common import ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.summary import ModelSummaryFields
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON
 
@@ -28,7 +29,7 @@ PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.place
 
 
 @strawberry.type
-class Model:
+class Model(ModelSummaryFields):
     id: strawberry.ID
     session_id: strawberry.ID
     base_model: str

@@ -233,3 +233,30 @@ async def test_cost_counts_variables_and_fragments(world: Any) -> None:
     assert "errors" not in small, small
     assert big["errors"][0]["extensions"]["code"] == "QUERY_TOO_COSTLY"
     assert big["data"] is None
+
+
+async def test_summaries_give_each_scenario_its_verdict(world: Any) -> None:
+    store, sim = world
+    ids = sim.scenario_ids
+    fields = "summary { verdict reasons stuckOps lostOps failedOps openOps lastError { kind error } stepsPerMinute medianStepSeconds waitingSeconds opKinds { kind count medianDurationSeconds } workersAlive workersTotal }"
+    aliases = " ".join(f'{name}: model(id: "{mid}") {{ {fields} }}' for name, mid in ids.items())
+    async with app_client(store) as client:
+        body = await gql(client, f"{{ {aliases} }}")
+        active = await gql(
+            client, f"{{ models(state: ACTIVE, first: 50) {{ nodes {{ id {fields} }} }} }}"
+        )
+    assert "errors" not in body, body
+    d = {name: body["data"][name]["summary"] for name in ids}
+    assert d["stuck"]["verdict"] == "STUCK" and d["stuck"]["stuckOps"] == 1
+    assert d["lost"]["verdict"] == "LOST_OPS" and d["lost"]["lostOps"] == 2
+    assert d["lost"]["workersAlive"] == 0 and d["lost"]["workersTotal"] == 2
+    assert d["failed"]["verdict"] == "FAILED"
+    assert "CUDA out of memory" in d["failed"]["lastError"]["error"]
+    assert d["waiting"]["verdict"] == "WAITING" and d["waiting"]["waitingSeconds"] >= 2400
+    assert d["idle_placement"]["verdict"] == "STALLED"
+    staged = set(ids.values())
+    healthy = [m["summary"] for m in active["data"]["models"]["nodes"] if m["id"] not in staged]
+    assert healthy and all(s["verdict"] == "PROGRESSING" for s in healthy), healthy
+    for s in healthy:
+        assert s["stepsPerMinute"] > 0 and s["medianStepSeconds"] > 0
+        assert {k["kind"] for k in s["opKinds"]} >= {"sample", "forward_backward", "optim_step"}

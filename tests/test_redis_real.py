@@ -33,7 +33,7 @@ NESTED = """
 """
 
 
-async def _trips_for(url: str, models: int) -> tuple[int, int, int]:
+async def _trips_for(url: str, models: int, query: str = NESTED) -> tuple[int, int, int]:
     writer = aioredis.Redis.from_url(url, decode_responses=True)
     await writer.flushdb()
     config = SimConfig(
@@ -50,9 +50,9 @@ async def _trips_for(url: str, models: int) -> tuple[int, int, int]:
         await gql(client, "{ sessions(first: 1) { totalCount } }")  # warm: schema check
         CountingConnection.sent = 0
         before = store.trips.count
-        body = await gql(client, NESTED)
+        body = await gql(client, query)
     await store.aclose()
-    assert "errors" not in body
+    assert "errors" not in body, body
     got = sum(len(s["models"]["nodes"]) for s in body["data"]["sessions"]["nodes"])
     return CountingConnection.sent, store.trips.count - before, got
 
@@ -64,6 +64,22 @@ async def test_round_trips_do_not_grow_with_the_number_of_models(redis_server: R
     assert (got_10, got_500) == (10, 500)
     # sessions page, sessions, models pages, models, steps pages, steps, ops pages, ops
     assert wire_10 == wire_500 == counted_10 == counted_500 == 8
+
+
+SUMMARIES = """
+{ sessions(first: 100) { nodes { models(first: 100) { nodes { id summary(steps: 3) {
+    verdict stuckOps lostOps failedOps stepsPerMinute opKinds { kind count } workersAlive } } } } } }
+"""
+
+
+@pytest.mark.redis_server
+async def test_summaries_cost_the_same_round_trips_at_10_and_500_models(
+    redis_server: RedisServer,
+) -> None:
+    wire_10, _, got_10 = await _trips_for(redis_server.url, 10, SUMMARIES)
+    wire_500, _, got_500 = await _trips_for(redis_server.url, 500, SUMMARIES)
+    assert (got_10, got_500) == (10, 500)
+    assert wire_10 == wire_500
 
 
 @pytest.mark.redis_server
