@@ -90,3 +90,20 @@ def op_index(oid: str) -> str:
 
 def worker(wid: str) -> str:
     return f"{PREFIX}:worker:{wid}"  # HASH
+
+
+def sampler_batches(mid: str) -> str:
+    """ZSET of JSON sampler batch records -> time (s); capped, newest kept."""
+    return f"{_m(mid)}:sampler:batches"
+
+
+def logs(mid: str) -> str:
+    """ZSET of JSON client log records -> time (s); capped, newest kept."""
+    return f"{_m(mid)}:logs"
+
+
+RECORDERS = f"{PREFIX}:recorders"  # ZSET recorder id -> last counters written (s)
+
+
+def recorder(rid: str) -> str:
+    return f"{PREFIX}:recorder:{rid}"  # HASH a recorder process's counters

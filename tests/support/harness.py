@@ -12,7 +12,7 @@ import httpx
 from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.context import Backends, Limits
-from openrl_inspect.recorder import AsyncRecorder
+from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation
 
 GRAPHQL = f"{PREFIX}/graphql"
@@ -20,7 +20,13 @@ GRAPHQL = f"{PREFIX}/graphql"
 
 async def populate(client: Any, config: SimConfig, now: float | None = None) -> Simulation:
     """Write a simulated history through the recorder and flush it."""
-    rec = AsyncRecorder(client, batch_size=1 << 30)
+    # No counters hash: a populated history is the simulation's records only; a fixed
+    # recorder id keeps record ids (client logs, sampler batches) the same run to run.
+    rec = AsyncRecorder(
+        client,
+        batch_size=1 << 30,
+        settings=RecorderSettings(publish_counters=False, recorder_id="sim"),
+    )
     sim = Simulation(config, rec)
     sim.populate(time.time() if now is None else now)
     await rec.flush()

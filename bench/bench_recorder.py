@@ -1,0 +1,328 @@
+"""Benchmark: the telemetry recorder's cost to its callers and its flush throughput.
+
+Starts its own redis-server on a free loopback port. In one run:
+
+1. hot path: the cost of one record call (several kinds) with the recorder's flusher
+   running against that Redis: loop-amortised per call, and per-call percentiles;
+2. flush throughput: records written per second when the buffer holds a realistic mix
+   (trainer op lifecycles, step metrics, sampler batches, client logs);
+3. a sampler loop (asyncio, ``AsyncRecorder``): batches per second;
+4. a trainer step loop (a thread, ``Recorder``): step time.
+
+3 and 4 alternate rounds with the recorder off (no record calls at all) and on
+(A B A B ...); the change is the median of the per-pair ratios on/off, with its spread.
+Every figure prints as median [q1 - q3] (n rounds) or [min - max] where stated.
+
+    .venv/bin/python bench/bench_recorder.py [--rounds 10] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from openrl_inspect.recorder import (
+    AsyncRecorder,
+    Recorder,
+    RecorderBase,
+    RecorderSettings,
+    Retention,
+    WorkerInfo,
+)
+from support.redis_server import RedisServer
+
+KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
+
+
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    if len(xs) < 4:
+        return min(xs), statistics.median(xs), max(xs)
+    q = statistics.quantiles(xs, n=4)
+    return q[0], statistics.median(xs), q[2]
+
+
+def fmt(xs: list[float], unit: str, digits: int = 2) -> str:
+    q1, med, q3 = quartiles(xs)
+    return f"{med:.{digits}f} {unit} [{q1:.{digits}f} - {q3:.{digits}f}] (n={len(xs)})"
+
+
+def cpu_work(n: int) -> int:
+    """Pure-Python work that holds the GIL (tokenising, bookkeeping, kernel launches)."""
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+
+
+def calibrate(target_s: float) -> int:
+    n = 10_000
+    while True:
+        t = time.perf_counter()
+        cpu_work(n)
+        dt = time.perf_counter() - t
+        if dt > 0.05:
+            return max(1, int(n * target_s / dt))
+        n *= 2
+
+
+def settings(url: str, **kw: Any) -> RecorderSettings:
+    return RecorderSettings(url=url, flush_at_exit=False, **kw)
+
+
+# -- 1. hot path -----------------------------------------------------------------------------
+
+
+def hot_path(url: str, rounds: int, calls: int) -> list[str]:
+    rec = Recorder.from_settings(settings(url, capacity=1_000_000), KEEP)
+    payload = {"loss": 0.71, "tokens": 65536}
+    kinds: dict[str, Callable[[int], None]] = {
+        "op_started": lambda i: rec.op_started("model-1", "op-1", "trainer-0"),
+        "op_finished (metrics)": lambda i: rec.op_finished("model-1", "op-1", metrics=payload),
+        "sampler_batch": lambda i: rec.sampler_batch("model-1", 32, 4096, 12000, 1.7, 3),
+        "step_metrics": lambda i: rec.step_metrics("model-1", i, payload, finished=True),
+        "client_log": lambda i: rec.client_log("model-1", "INFO", "step done", payload),
+    }
+    rows = []
+    ns = time.perf_counter_ns
+    for name, call in kinds.items():
+        amortised: list[float] = []
+        single: list[int] = []
+        for _ in range(rounds):
+            # loop-amortised: the loop itself measured separately and subtracted
+            t = ns()
+            for i in range(calls):
+                call(i)
+            with_call = ns() - t
+            t = ns()
+            for _i in range(calls):
+                pass
+            empty = ns() - t
+            amortised.append((with_call - empty) / calls / 1000)
+            # one call at a time (includes a perf_counter_ns pair, ~0.05-0.1 us)
+            for i in range(calls // 10):
+                t0 = ns()
+                call(i)
+                single.append(ns() - t0)
+            rec.flush(30)  # let the flusher drain before the next round
+        single.sort()
+        p50 = single[len(single) // 2] / 1000
+        p99 = single[int(len(single) * 0.99)] / 1000
+        rows.append(
+            f"| hot path: `{name}` | {fmt(amortised, 'us')} | "
+            f"per call p50 {p50:.2f} us, p99 {p99:.2f} us | median < 2 us |"
+        )
+    st = rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    return rows
+
+
+# -- 2. flush throughput ----------------------------------------------------------------------
+
+
+def fill_mix(rec: RecorderBase, units: int, offset: int) -> int:
+    """Per unit (one trainer step): 4 ops x 4 lifecycle records, step metrics,
+    8 sampler batches, 1 client log = 26 records, spread over 16 models."""
+    n = 0
+    for u in range(units):
+        k = offset + u
+        mid = f"model-{k % 16}"
+        step = k // 16
+        for j in range(4):
+            oid = f"op-{k}-{j}"
+            rec.op_accepted(mid, oid, "forward_backward", step, session_id="sess-1")
+            rec.op_enqueued(mid, oid)
+            rec.op_started(mid, oid, f"trainer-{k % 16}")
+            rec.op_finished(mid, oid, metrics={"loss": 0.5, "tokens": 65536})
+        rec.step_metrics(mid, step, {"reward_mean": 0.61, "kl": 0.004}, finished=True)
+        for _ in range(8):
+            rec.sampler_batch(mid, 32, 4096, 12000, 1.7, 3, worker_id=f"sampler-{k % 16}")
+        rec.client_log(mid, "INFO", "step done", {"step": step})
+        n += 26
+    return n
+
+
+def throughput(url: str, rounds: int, units: int) -> list[str]:
+    rates: dict[str, list[float]] = {"mix": [], "sampler": [], "ops": []}
+    client = redis.Redis.from_url(url, decode_responses=True)
+    for r in range(rounds):
+        for kind in rates:
+            rec = Recorder(
+                client,
+                KEEP,
+                settings=settings(url, capacity=10_000_000, batch_size=1024),
+                start=False,
+            )
+            if kind == "mix":
+                n = fill_mix(rec, units, r * units)
+            elif kind == "sampler":
+                n = units * 26
+                for i in range(n):
+                    rec.sampler_batch(f"model-{i % 16}", 32, 4096, 12000, 1.7, 3, worker_id="s")
+            else:
+                n = units * 26
+                for i in range(n // 4):
+                    oid = f"o-{r}-{i}"
+                    rec.op_accepted(f"model-{i % 16}", oid, "forward", i // 64)
+                    rec.op_enqueued(f"model-{i % 16}", oid)
+                    rec.op_started(f"model-{i % 16}", oid, "trainer-0")
+                    rec.op_finished(f"model-{i % 16}", oid, metrics={"loss": 0.5})
+                n = (n // 4) * 4
+            t = time.perf_counter()
+            written = rec.flush(120)
+            dt = time.perf_counter() - t
+            assert written == n, (written, n)
+            rates[kind].append(n / dt / 1000)
+            rec.close(5)
+        client.flushall()
+    client.close()
+    labels = {
+        "mix": "flush throughput, realistic mix (26 records per trainer step)",
+        "sampler": "flush throughput, sampler batches only",
+        "ops": "flush throughput, op lifecycle records only",
+    }
+    return [
+        f"| {labels[k]} | {fmt(v, 'k records/s', 1)} | {units * 26:,} records per round, "
+        f"batches of 1,024 | >= 200k records/s |"
+        for k, v in rates.items()
+    ]
+
+
+# -- 3. sampler loop (asyncio) -------------------------------------------------------------------
+
+
+async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, gpu_s: float) -> float:
+    """Batches per second of a sampler loop: Python work, an await on the 'GPU', records."""
+    t = time.perf_counter()
+    for b in range(batches):
+        t0 = time.perf_counter()
+        cpu_work(work)
+        await asyncio.sleep(gpu_s)
+        if rec is not None:
+            oid = f"sample-{b}"
+            rec.op_started("model-1", oid, "sampler-0")
+            rec.sampler_batch("model-1", 32, 4096, 12000, time.perf_counter() - t0, 3, op_id=oid)
+            rec.op_finished("model-1", oid, metrics={"generated_tokens": 12000})
+            if b % 10 == 0:
+                rec.client_log("model-1", "INFO", "sampled", {"batch": b})
+    return batches / (time.perf_counter() - t)
+
+
+async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) -> list[str]:
+    worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
+    rec = AsyncRecorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+    off: list[float] = []
+    on: list[float] = []
+    await sampler_round(rec, batches // 4, work, gpu_s)  # warm-up
+    for _ in range(rounds):
+        off.append(await sampler_round(None, batches, work, gpu_s))
+        on.append(await sampler_round(rec, batches, work, gpu_s))
+    st = await rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
+    return [
+        f"| sampler loop throughput, recorder off | {fmt(off, 'batches/s', 1)} | "
+        f"{batches} batches per round, ~{gpu_s * 1000:.0f} ms await + CPU work each | |",
+        f"| sampler loop throughput, recorder on | {fmt(on, 'batches/s', 1)} | "
+        f"{st.written:,} records written, 0 dropped | |",
+        f"| sampler loop throughput change (on/off, paired) | {fmt(change, '%', 2)} | "
+        f"negative = slower | regression < 1% |",
+    ]
+
+
+# -- 4. trainer step loop (thread) ---------------------------------------------------------------
+
+
+def trainer_round(
+    rec: Recorder | None, steps: int, work: int, gpu_s: float, base: int
+) -> list[float]:
+    times = []
+    for s in range(steps):
+        step = base + s
+        t = time.perf_counter()
+        for j, kind in enumerate(("forward_backward", "forward_backward", "optim_step")):
+            oid = f"op-{step}-{j}"
+            if rec is not None:
+                rec.op_accepted("model-1", oid, kind, step, session_id="sess-1")
+                rec.op_enqueued("model-1", oid)
+                rec.op_started("model-1", oid, "trainer-0")
+            cpu_work(work)  # Python side of the op: data, kernel launches
+            time.sleep(gpu_s)  # the GPU: the GIL is released
+            if rec is not None:
+                rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
+        if rec is not None:
+            rec.step_metrics("model-1", step, {"reward_mean": 0.6, "kl": 0.004}, finished=True)
+            rec.set_status(step=step)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[str]:
+    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
+    rec = Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+    off: list[float] = []
+    on: list[float] = []
+    trainer_round(rec, steps // 4, work, gpu_s, 10_000_000)  # warm-up
+    for r in range(rounds):
+        off.append(statistics.median(trainer_round(None, steps, work, gpu_s, 0)) * 1000)
+        on.append(statistics.median(trainer_round(rec, steps, work, gpu_s, r * steps)) * 1000)
+    st = rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
+    return [
+        f"| trainer step time, recorder off | {fmt(off, 'ms', 3)} | "
+        f"{steps} steps per round: 3 ops x (CPU work + {gpu_s * 1000:.0f} ms GPU wait) | |",
+        f"| trainer step time, recorder on | {fmt(on, 'ms', 3)} | "
+        f"{st.written:,} records written, 0 dropped | |",
+        f"| trainer step time change (on/off, paired) | {fmt(change, '%', 2)} | "
+        f"positive = slower | regression < 0.5% |",
+    ]
+
+
+def main(args: argparse.Namespace) -> None:
+    server = RedisServer().start()
+    try:
+        url = server.url
+        rows = ["| measure | median [q1 - q3] (n) | setting | target |", "|---|---|---|---|"]
+        q = args.quick
+        rows += hot_path(url, rounds=5 if q else args.rounds, calls=2_000 if q else 20_000)
+        rows += throughput(url, rounds=3 if q else 5, units=1_000 if q else 8_000)
+        work_1ms = calibrate(0.001)
+        rows += asyncio.run(
+            sampler(
+                url,
+                rounds=4 if q else args.rounds,
+                batches=100 if q else 400,
+                work=2 * work_1ms,
+                gpu_s=0.008,
+            )
+        )
+        rows += trainer(
+            url, rounds=4 if q else args.rounds, steps=20 if q else 60, work=work_1ms, gpu_s=0.005
+        )
+    finally:
+        server.cleanup()
+    print(f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''})")
+    print(
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n"
+    )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
+    main(parser.parse_args())
