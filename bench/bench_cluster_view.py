@@ -1,0 +1,207 @@
+"""Benchmark: the cluster view over 10,000 pods, 1,000 nodes and 8,000 GPUs.
+
+The fake API server (tests/support/fake_kube.py, the real wire format) holds 1,000
+8-GPU nodes with their DRA ResourceSlices, 2,000 models' Kueue Workloads, 10,000 pods
+(per model three 1-GPU workers with an allocated ResourceClaim each, and two CPU pods)
+and 6,000 claims. The real adapter (``open_kubernetes``: official client, watch cache)
+syncs from it; Redis (fakeredis) holds the 2,000 models. The cluster-view query asks
+for the capacity and every node with its GPUs and each GPU's holder pod and model.
+
+Reported: sync time, the query's median latency over N runs after one warm-up, and
+API-server requests per GraphQL request (from the fake server's counter; target 0),
+also after a 410 (compacted history) and after the API server restarts.
+
+    .venv/bin/python bench/bench_cluster_view.py [--runs 5] [--nodes 1000] [--page 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kubernetes
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.context import Limits
+from openrl_inspect.recorder import AsyncRecorder
+from support import kube_objects as ko
+from support.fake_kube import FakeKube
+from support.harness import app_client
+from support.kube_harness import kube_settings
+
+QUERY = """
+query($n: Int!) {
+  capacity { nodes total held free unhealthy tainted degraded byProduct { product total held free } }
+  nodes(first: $n) { degraded truncated nodes { name ready capacity { total held free }
+    gpus(first: 8) { nodes { uuid index productName held
+      heldBy { pod { namespace name phase } model { id state } } } } } }
+}
+"""
+GPU_PODS, CPU_PODS, MODELS_PER_NODE = 3, 2, 2
+
+
+def claim(pod: str, node: str, index: int) -> dict[str, Any]:
+    obj = ko.allocated_claim(node, count=1)
+    obj["metadata"]["name"] = f"{pod}-gpus"
+    obj["metadata"]["uid"] = f"uid-claim-{pod}"
+    obj["metadata"]["ownerReferences"][0].update(name=pod, uid=f"uid-pod-{pod}")
+    obj["status"]["allocation"]["devices"]["results"][0]["device"] = f"gpu-{index}"
+    obj["status"]["reservedFor"] = [{"resource": "pods", "name": pod, "uid": f"uid-pod-{pod}"}]
+    return obj
+
+
+def workload(model_id: str) -> dict[str, Any]:
+    obj = ko.admitted_workload()
+    obj["metadata"].update(name=f"job-{model_id}", uid=f"uid-wl-{model_id}")
+    obj["metadata"]["labels"]["openrl.ai/model-id"] = model_id
+    return obj
+
+
+def cluster(nodes: int) -> tuple[list[dict[str, Any]], list[str]]:
+    objects: list[dict[str, Any]] = []
+    models: list[str] = []
+    for n in range(nodes):
+        name = f"gpu-node-{n:04d}"
+        h200 = n % 4 == 3
+        product = ko.H200 if h200 else ko.H100
+        objects.append(ko.node(name, product=product))
+        objects.append(ko.resource_slice(name, product=product, memory="141Gi" if h200 else "80Gi"))
+        for k in range(MODELS_PER_NODE):
+            mid = f"model-{n:04d}-{k}"
+            models.append(mid)
+            objects.append(workload(mid))
+            for w in range(GPU_PODS):
+                pod = f"{mid}-worker-{w}"
+                objects.append(ko.pod(pod, model_id=mid, node_name=name, claim_name=f"{pod}-gpus"))
+                objects.append(claim(pod, name, k * GPU_PODS + w))
+            for c in range(CPU_PODS):
+                pod = f"{mid}-cpu-{c}"
+                objects.append(
+                    ko.pod(pod, model_id=mid, role="reward", node_name=name, claim_template=None)
+                )
+    return objects, models
+
+
+async def steady(fake: FakeKube, source: KubernetesCacheSource, timeout_s: float) -> None:
+    informers = sum(len(i) for i in source.informers.values())
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = await source.status()
+        if status.ready and not status.degraded and fake.open_watches() >= informers:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not steady: {status}")
+        await asyncio.sleep(0.05)
+
+
+async def measure(
+    client: Any, fake: FakeKube, runs: int, page: int
+) -> tuple[list[float], list[int], Any]:
+    payload = {"query": QUERY, "variables": {"n": page}}
+    latencies, requests = [], []
+    resp = None
+    for _ in range(runs):
+        before = fake.total_requests()
+        t = time.perf_counter()
+        resp = await client.post("/api/v1/inspect/graphql", json=payload)
+        latencies.append(time.perf_counter() - t)
+        requests.append(fake.total_requests() - before)
+    return latencies, requests, resp
+
+
+async def main(args: argparse.Namespace) -> None:
+    objects, models = cluster(args.nodes)
+    fake = FakeKube()
+    t0 = time.perf_counter()
+    fake.put(*objects)
+    load_s = time.perf_counter() - t0
+    counts = {p: sum(1 for _ in fake.objects(p)) for p in ("pods", "nodes", "resourceslices",
+                                                            "resourceclaims", "workloads")}  # fmt: skip
+    server = fakeredis.FakeServer()
+    rec = AsyncRecorder(fakeredis.FakeAsyncRedis(server=server, decode_responses=True),
+                        batch_size=1 << 30)  # fmt: skip
+    for mid in models:
+        rec.model_created(mid, "sess-bench", "Qwen/Qwen3-8B", at=time.time())
+        rec.model_state(mid, "active")
+    await rec.flush()
+    if hasattr(rec, "close"):
+        await rec.close()
+    store = RedisStateStore.in_memory(server)
+    fake.start()
+    limits = Limits(max_page_size=max(100, args.page))
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = kube_settings(fake, Path(tmp), request_timeout_s=60.0, watch_timeout_s=600.0)
+        try:
+            t0 = time.perf_counter()
+            async with open_kubernetes(settings) as source:
+                await steady(fake, source, 600)
+                sync_s = time.perf_counter() - t0
+                async with app_client(store, limits, kubernetes=source) as client:
+                    warm, warm_req, _ = await measure(client, fake, 1, args.page)
+                    lat, req, resp = await measure(client, fake, args.runs, args.page)
+                    assert resp is not None
+                    body = resp.json()
+                    assert "errors" not in body, body["errors"][:2]
+                    data = body["data"]
+                    holders = sum(
+                        len(g["heldBy"]) for n in data["nodes"]["nodes"] for g in n["gpus"]["nodes"]
+                    )
+
+                    fake.expire_history()
+                    t0 = time.perf_counter()
+                    await asyncio.sleep(0.2)
+                    await steady(fake, source, 600)
+                    relist_s = time.perf_counter() - t0
+                    _, req_410, _ = await measure(client, fake, 2, args.page)
+
+                    fake.stop()
+                    await asyncio.sleep(0.5)
+                    down, _, down_resp = await measure(client, fake, 1, args.page)
+                    degraded_while_down = down_resp.json()["data"]["nodes"]["degraded"]
+                    fake.start()
+                    t0 = time.perf_counter()
+                    await steady(fake, source, 600)
+                    resume_s = time.perf_counter() - t0
+                    _, req_restart, _ = await measure(client, fake, 2, args.page)
+        finally:
+            fake.stop()
+
+    med = statistics.median(lat)
+    print(f"machine: {platform.machine()}, {platform.python_version()}, {platform.node()}")
+    print(f"fake API server objects: {counts} (built in {load_s:.1f}s)")
+    print(f"watch cache synced and watching in {sync_s:.1f}s; response {len(resp.content)} bytes, "
+          f"{len(data['nodes']['nodes'])} nodes, {holders} GPU holders; capacity {data['capacity']['total']} "
+          f"total / {data['capacity']['held']} held")  # fmt: skip
+    print(
+        f"| cluster-view query median | {med * 1e3:.0f} ms (min {min(lat) * 1e3:.0f}, max {max(lat) * 1e3:.0f}, n={args.runs}, page {args.page} nodes; warm-up {warm[0] * 1e3:.0f} ms) |"
+    )
+    print(
+        f"| API-server requests per GraphQL request, steady state | {statistics.mean(req):.2f} (runs: {req}; warm-up: {warm_req}) |"
+    )
+    print(
+        f"| after a 410 (history compacted): relisted in | {relist_s:.1f}s, then {statistics.mean(req_410):.2f} requests per GraphQL request (runs: {req_410}) |"
+    )
+    print(
+        f"| API server down: query answered from the cache, degraded={degraded_while_down} | {down[0] * 1e3:.0f} ms |"
+    )
+    print(
+        f"| after the API server restarts: watching again in | {resume_s:.1f}s, then {statistics.mean(req_restart):.2f} requests per GraphQL request (runs: {req_restart}) |"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--page", type=int, default=1000, help="nodes per query page")
+    asyncio.run(main(parser.parse_args()))

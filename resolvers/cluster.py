@@ -1,0 +1,355 @@
+"""Resolvers for the cluster graph: pods, nodes, GPUs, Kueue Workloads, claims.
+
+Live state comes from Kubernetes (the watch cache, through ``ctx.kube`` loaders); the
+history of placements from Redis (``ctx.loaders``). Lists are ``LivePage``s: a page of
+records with cursors, ``truncated`` when more exist, ``degraded`` when the watch cache
+was not in sync for the kinds it needed. The live fields of the Redis types are in
+``cluster_model``, capacity in ``cluster_capacity``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from openrl_inspect.adapters.errors import InvalidInput, NotFound
+from openrl_inspect.adapters.kubernetes import (
+    ClaimRecord,
+    DeviceKey,
+    GpuDevice,
+    Listing,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    SourceStatus,
+    WorkloadRecord,
+)
+from openrl_inspect.context import Context
+from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
+from openrl_inspect.resolvers.paging import page_size
+from openrl_inspect.state.keys import valid_id
+from openrl_inspect.state.records import ModelRecord
+
+R = TypeVar("R")
+
+# Bounds on the lists the resolvers read for themselves (not pages a client asks for).
+PER_OBJECT = 256  # claims of a pod, claims of a device, pods/workloads of a model
+PER_NODE = 1024  # GPUs or pods on one node, for its capacity
+WHOLE_CLUSTER = 200_000  # nodes or GPUs, for the cluster's capacity
+QUEUE_PEERS = 1000  # Workloads of a namespace, for a position in the queue
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_DEVICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+# -- pages and cursors --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LivePage(Generic[R]):
+    """One page of live records, each with the cursor that resumes after it."""
+
+    items: list[tuple[str, R]]
+    truncated: bool
+    degraded: bool
+    has_previous: bool
+    # Only known when the page holds the whole list (no cursor, not truncated).
+    total: int | None
+
+
+def encode_cursor(kind: str, parts: Sequence[str]) -> str:
+    raw = json.dumps([kind, *parts], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(kind: str, cursor: str, size: int) -> list[str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, binascii.Error):
+        raise InvalidInput("invalid cursor") from None
+    if (
+        not isinstance(value, list)
+        or len(value) != size + 1
+        or value[0] != kind
+        or not all(isinstance(v, str) for v in value[1:])
+    ):
+        raise InvalidInput("invalid cursor")
+    return value[1:]
+
+
+def _page(
+    kind: str, listing: Listing[R], parts: Callable[[R], Sequence[str]], after: str | None
+) -> LivePage[R]:
+    items = [(encode_cursor(kind, parts(r)), r) for r in listing.items]
+    whole = after is None and not listing.truncated
+    return LivePage(
+        items, listing.truncated, listing.degraded, after is not None, len(items) if whole else None
+    )
+
+
+def _node_parts(n: NodeRecord) -> list[str]:
+    return [n.name]
+
+
+def _key_parts(r: PodRecord | WorkloadRecord) -> list[str]:
+    return [r.namespace, r.name]
+
+
+def _gpu_parts(g: GpuDevice) -> list[str]:
+    return list(g.key)
+
+
+def _object_after(kind: str, after: str | None) -> ObjectKey | None:
+    return None if after is None else ObjectKey(*decode_cursor(kind, after, 2))
+
+
+# -- input checks ---------------------------------------------------------------------------
+
+
+def valid_dns_label(value: str) -> bool:
+    """A namespace (RFC 1123 label)."""
+    return bool(_DNS_LABEL.match(value))
+
+
+def valid_dns_name(value: str) -> bool:
+    """A pod or node name (RFC 1123 subdomain)."""
+    return bool(_DNS_NAME.match(value))
+
+
+def check_namespace(value: str) -> str:
+    if not _DNS_LABEL.match(value):
+        raise InvalidInput(f"namespace {value[:80]!r} is not a valid namespace")
+    return value
+
+
+def check_name(kind: str, value: str) -> str:
+    if not _DNS_NAME.match(value):
+        raise InvalidInput(f"{kind} name {value[:80]!r} is not a valid name")
+    return value
+
+
+def check_model_id(value: str) -> str:
+    if not valid_id(value):
+        raise InvalidInput(f"model id {value[:80]!r} is not a valid id")
+    return value
+
+
+def check_device_id(value: str) -> str:
+    if not _DEVICE_ID.match(value):
+        raise InvalidInput(f"GPU id {value[:80]!r} is not a valid device id")
+    return value
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+async def status(ctx: Context) -> SourceStatus:
+    return await ctx.kube.status.load("")
+
+
+async def kind_degraded(ctx: Context, kind: str) -> bool:
+    """True when ``kind``'s cache is not in sync: objects of it may be stale."""
+    st = (await status(ctx)).kind(kind)
+    return st is not None and st.degraded
+
+
+# -- root lookups and lists -----------------------------------------------------------------
+
+
+async def nodes(ctx: Context, first: int | None, after: str | None) -> LivePage[NodeRecord]:
+    start = None if after is None else decode_cursor("node", after, 1)[0]
+    listing = await ctx.kube.node_pages.load(NodePage(start, page_size(ctx, first)))
+    return _page("node", listing, _node_parts, after)
+
+
+async def node(ctx: Context, name: str) -> NodeRecord:
+    rec = await ctx.kube.nodes.load(check_name("node", name))
+    if rec is None:
+        raise NotFound("node", name)
+    return rec
+
+
+async def gpus(
+    ctx: Context, node_name: str | None, first: int | None, after: str | None
+) -> LivePage[GpuDevice]:
+    if node_name is not None:
+        check_name("node", node_name)
+    start = None if after is None else DeviceKey(*decode_cursor("gpu", after, 3))
+    listing = await ctx.kube.gpu_pages.load(GpuPage(node_name, start, page_size(ctx, first)))
+    return _page("gpu", listing, _gpu_parts, after)
+
+
+async def gpu(ctx: Context, uuid: str) -> GpuDevice:
+    rec = await ctx.kube.gpus_by_uuid.load(check_device_id(uuid))
+    if rec is None:
+        raise NotFound("GPU", uuid)
+    return rec
+
+
+async def pod(ctx: Context, namespace: str, name: str) -> PodRecord:
+    key = ObjectKey(check_namespace(namespace), check_name("pod", name))
+    rec = await ctx.kube.pods.load(key)
+    if rec is None:
+        raise NotFound("pod", f"{namespace}/{name}")
+    return rec
+
+
+async def pods(
+    ctx: Context,
+    *,
+    model_id: str | None,
+    namespace: str | None,
+    node_name: str | None,
+    phase: str | None,
+    first: int | None,
+    after: str | None,
+) -> LivePage[PodRecord]:
+    if namespace is not None:
+        check_namespace(namespace)
+    if model_id is not None:
+        check_model_id(model_id)
+    if node_name is not None:
+        check_name("node", node_name)
+    request = PodPage(
+        model_id, namespace, node_name, phase, _object_after("pod", after), page_size(ctx, first)
+    )
+    return _page("pod", await ctx.kube.pod_pages.load(request), _key_parts, after)
+
+
+async def workloads(
+    ctx: Context,
+    namespace: str | None,
+    model_id: str | None,
+    first: int | None,
+    after: str | None,
+) -> LivePage[WorkloadRecord]:
+    if namespace is not None:
+        check_namespace(namespace)
+    if model_id is not None:
+        check_model_id(model_id)
+    request = WorkloadPage(
+        namespace, model_id, _object_after("workload", after), page_size(ctx, first)
+    )
+    return _page("workload", await ctx.kube.workload_pages.load(request), _key_parts, after)
+
+
+# -- nested lists ---------------------------------------------------------------------------
+
+
+async def node_gpus(
+    ctx: Context, node_name: str, first: int | None, after: str | None
+) -> LivePage[GpuDevice]:
+    if after is not None:
+        return await gpus(ctx, node_name, first, after)
+    listing = await ctx.kube.gpus_by_node.load((node_name, page_size(ctx, first)))
+    return _page("gpu", listing, _gpu_parts, after)
+
+
+async def node_pods(
+    ctx: Context, node_name: str, first: int | None, after: str | None
+) -> LivePage[PodRecord]:
+    if after is not None:
+        return await pods(
+            ctx, model_id=None, namespace=None, node_name=node_name, phase=None,
+            first=first, after=after,
+        )  # fmt: skip
+    listing = await ctx.kube.pods_by_node.load((node_name, page_size(ctx, first)))
+    return _page("pod", listing, _key_parts, after)
+
+
+async def model_pods(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> LivePage[PodRecord]:
+    if after is not None:
+        return await pods(
+            ctx, model_id=mid, namespace=None, node_name=None, phase=None,
+            first=first, after=after,
+        )  # fmt: skip
+    listing = await ctx.kube.pods_by_model.load((mid, page_size(ctx, first)))
+    return _page("pod", listing, _key_parts, after)
+
+
+async def model_workloads(
+    ctx: Context, mid: str, first: int | None, after: str | None
+) -> LivePage[WorkloadRecord]:
+    if after is not None:
+        return await workloads(ctx, None, mid, first, after)
+    listing = await ctx.kube.workloads_by_model.load((mid, page_size(ctx, first)))
+    return _page("workload", listing, _key_parts, after)
+
+
+# -- links ------------------------------------------------------------------------------------
+
+
+async def node_of(ctx: Context, name: str | None) -> NodeRecord | None:
+    return await ctx.kube.nodes.load(name) if name else None
+
+
+async def model_by_label(ctx: Context, model_id: str | None) -> ModelRecord | None:
+    """The Redis model a Kubernetes object's ``openrl.ai/model-id`` label names."""
+    if not model_id or not valid_id(model_id):
+        return None
+    return await ctx.loaders.models.load(model_id)
+
+
+async def pod_claims(ctx: Context, rec: PodRecord) -> list[ClaimRecord]:
+    return list((await ctx.kube.claims_for_pods.load((rec.key, PER_OBJECT))).items)
+
+
+async def device_gpu(ctx: Context, key: DeviceKey) -> GpuDevice | None:
+    return await ctx.kube.gpus_by_device.load(key)
+
+
+async def pod_gpus(ctx: Context, rec: PodRecord) -> list[GpuDevice]:
+    """GPUs allocated to the pod's ResourceClaims, in claim then device order."""
+    keys: list[DeviceKey] = []
+    for claim in await pod_claims(ctx, rec):
+        if claim.allocated:
+            keys.extend(d.key for d in claim.devices if d.key not in keys)
+    found = await ctx.kube.gpus_by_device.load_many(keys)
+    return [g for g in found if g is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds a GPU: the claim it is allocated to and a pod the claim is reserved for
+    (``pod`` None when the claim is allocated but not in use by a pod)."""
+
+    claim: ClaimRecord
+    pod: ObjectKey | None
+
+
+async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
+    claims = (await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items
+    out: list[Holder] = []
+    for claim in claims:
+        reserved = claim.reserved_pods
+        if not reserved:
+            out.append(Holder(claim, None))
+        out.extend(Holder(claim, ObjectKey(claim.namespace, c.name)) for c in reserved)
+    return out
+
+
+async def gpu_held(ctx: Context, rec: GpuDevice) -> bool:
+    return bool((await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items)
+
+
+async def holder_pod(ctx: Context, holder: Holder) -> PodRecord | None:
+    return await ctx.kube.pods.load(holder.pod) if holder.pod is not None else None
+
+
+async def holder_model(ctx: Context, holder: Holder) -> ModelRecord | None:
+    found = await holder_pod(ctx, holder)
+    return await model_by_label(ctx, found.model_id) if found is not None else None
+
+
+async def holder_model_id(ctx: Context, holder: Holder) -> str | None:
+    found = await holder_pod(ctx, holder)
+    return found.model_id if found is not None else None

@@ -1,0 +1,307 @@
+"""The simulated cluster as Kubernetes sees it, kept in the in-memory Kubernetes twin.
+
+``mirror_kubernetes(sim, backends, now)`` creates a ``MemoryKubernetesSource`` on its
+first call (``backends.kubernetes``) and makes it hold exactly what the simulation
+implies, derived only from the simulation's state:
+
+- a Node per simulated node (8 ``nvidia.com/gpu``, Ready, the usual GPU taint) and the
+  ResourceSlice NVIDIA's DRA driver would publish for it, with the simulated GPU UUIDs;
+- a Kueue Workload per model: pending on quota while it waits (``QuotaReserved=False``
+  with Kueue's insufficient-quota message), admitted with its pod set assignments once
+  placed;
+- a pod per worker of a placed or active model, labelled with the model id and role,
+  and per pod a ResourceClaim allocated to the worker's GPUs and reserved for the pod.
+
+Ended and failed models have neither Workload nor pods. The twin answers through the
+same queries as the real watch cache (``kubernetes_queries``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrl_inspect.adapters.kubernetes import (
+    MODEL_ID_LABEL,
+    ROLE_LABEL,
+    Admission,
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    Condition,
+    ContainerState,
+    GpuDevice,
+    MemoryKubernetesSource,
+    NodeRecord,
+    PodRecord,
+    PodResourceClaim,
+    PodSet,
+    PodSetAssignment,
+    SliceRecord,
+    Taint,
+    WorkloadRecord,
+)
+from openrl_inspect.adapters.kubernetes_records import GPU_RESOURCE, NVIDIA_GPU_DRIVER
+from openrl_inspect.context import Backends
+from openrl_inspect.simulator.cluster import Gpu, Node
+from openrl_inspect.simulator.sim import SimModel, Simulation
+
+NAMESPACE = "openrl"
+LOCAL_QUEUE = "openrl-training"
+CLUSTER_QUEUE = "openrl-cq"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MEMORY = {"h100": 80 * 2**30, "h200": 141 * 2**30}
+ACTIVE_STATES = ("placed", "active")
+
+
+def flavor(pool: str) -> str:
+    return f"{pool}-flavor"
+
+
+def quota_message(role: str, pool: str, more: int) -> str:
+    """Kueue's message for a pod set that does not fit the flavor's unused quota."""
+    return (
+        f"couldn't assign flavors to pod set {role}: insufficient unused quota for "
+        f"{GPU_RESOURCE} in flavor {flavor(pool)}, {more} more needed"
+    )
+
+
+def workload_name(model_id: str) -> str:
+    return f"openrl-{model_id}"  # as the simulator records it in placements
+
+
+@dataclass(frozen=True)
+class ClusterRecords:
+    nodes: list[NodeRecord]
+    slices: list[SliceRecord]
+    workloads: list[WorkloadRecord]
+    pods: list[PodRecord]
+    claims: list[ClaimRecord]
+
+
+def node_record(node: Node) -> NodeRecord:
+    product = node.gpus[0].product if node.gpus else ""
+    ready = Condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+    return NodeRecord(
+        name=node.name,
+        labels={
+            "kubernetes.io/hostname": node.name,
+            "cloud.google.com/gke-nodepool": f"{node.pool}-pool",
+            "nvidia.com/gpu.product": product.replace(" ", "-"),
+            "nvidia.com/gpu.count": str(len(node.gpus)),
+        },
+        gpu_allocatable=len(node.gpus),
+        gpu_capacity=len(node.gpus),
+        ready=True,
+        unschedulable=False,
+        taints=(Taint(GPU_RESOURCE, "NoSchedule", "present"),),
+        conditions=(ready,),
+        created=None,
+    )
+
+
+def _device(node: Node, gpu: Gpu) -> GpuDevice:
+    return GpuDevice(
+        driver=NVIDIA_GPU_DRIVER,
+        pool=node.name,
+        pool_generation=1,
+        node_name=node.name,
+        device=f"gpu-{gpu.index}",
+        device_type="gpu",
+        uuid=gpu.uuid,
+        index=gpu.index,
+        minor=gpu.index,
+        product_name=gpu.product,
+        architecture="Hopper",
+        driver_version="570.133.20",
+        pci_bus_id=f"0000:{0x18 + 0x10 * gpu.index:02x}:00.0",
+        memory_bytes=MEMORY.get(node.pool),
+        slice_name=f"{node.name}-{NVIDIA_GPU_DRIVER}",
+    )
+
+
+def slice_record(node: Node) -> SliceRecord:
+    return SliceRecord(
+        name=f"{node.name}-{NVIDIA_GPU_DRIVER}",
+        driver=NVIDIA_GPU_DRIVER,
+        pool=node.name,
+        pool_generation=1,
+        node_name=node.name,
+        devices=tuple(_device(node, g) for g in node.gpus),
+    )
+
+
+def _cond(type_: str, status: str, reason: str, message: str, at: float | None) -> Condition:
+    return Condition(type_, status, reason, message, at)
+
+
+def _roles(model: SimModel) -> list[tuple[str, int]]:
+    if model.workers:
+        return [(role, len(gpus)) for _, role, _, gpus in model.workers]
+    return [("trainer", 1), ("sampler", 1)]
+
+
+def _waiting_workload(sim: Simulation, model: SimModel) -> WorkloadRecord:
+    # The team's ClusterQueue quota is what its admitted models hold: a waiting model
+    # is short by its whole request in the flavor with the most unused hardware.
+    pools = sorted({n.pool for n in sim.cluster.nodes})
+    free = {p: sum(len(n.free()) for n in sim.cluster.nodes if n.pool == p) for p in pools}
+    pool = max(pools, key=lambda p: (free[p], p)) if pools else "gpu"
+    need = sim.config.gpus_per_model
+    role = _roles(model)[0][0]
+    quota = _cond(
+        "QuotaReserved", "False", "Pending", quota_message(role, pool, need), model.created_at
+    )
+    return _workload(model, (quota,), None)
+
+
+def _admitted_workload(sim: Simulation, model: SimModel) -> WorkloadRecord:
+    placed = model.placed_at
+    node = next((n for n in sim.cluster.nodes if n.name == sim.node_of(model)), None)
+    pool = node.pool if node is not None else "gpu"
+    conditions = [
+        _cond("QuotaReserved", "True", "QuotaReserved",
+              f"Quota reserved in ClusterQueue {CLUSTER_QUEUE}", placed),
+        _cond("Admitted", "True", "Admitted", "The workload is admitted", placed),
+    ]  # fmt: skip
+    if model.state == "active":
+        conditions.append(
+            _cond("PodsReady", "True", "PodsReady", "All pods reached readiness and the "
+                  "workload is running", model.active_at)
+        )  # fmt: skip
+    else:
+        conditions.append(
+            _cond("PodsReady", "False", "PodsReady", "Not all pods are ready or succeeded",
+                  placed)
+        )  # fmt: skip
+    assignments = tuple(
+        PodSetAssignment(
+            name=role,
+            flavors={GPU_RESOURCE: flavor(pool)},
+            resource_usage={GPU_RESOURCE: str(count)},
+            count=1,
+        )
+        for role, count in _roles(model)
+    )
+    return _workload(model, tuple(conditions), Admission(CLUSTER_QUEUE, assignments))
+
+
+def _workload(
+    model: SimModel, conditions: tuple[Condition, ...], admission: Admission | None
+) -> WorkloadRecord:
+    return WorkloadRecord(
+        namespace=NAMESPACE,
+        name=workload_name(model.id),
+        uid=f"uid-wl-{model.id}",
+        labels={MODEL_ID_LABEL: model.id, QUEUE_LABEL: LOCAL_QUEUE},
+        model_id=model.id,
+        queue_name=LOCAL_QUEUE,
+        priority=100,
+        priority_class="openrl-standard",
+        active=True,
+        pod_sets=tuple(PodSet(role, 1) for role, _ in _roles(model)),
+        conditions=conditions,
+        admission=admission,
+        requeue_count=None,
+        created=model.created_at,
+    )
+
+
+def _pod_and_claim(
+    sim: Simulation,
+    model: SimModel,
+    worker: tuple[str, str, str, list[str]],
+    gpus: dict[str, tuple[Node, Gpu]],
+) -> tuple[PodRecord, ClaimRecord | None]:
+    _, role, name, uuids = worker
+    node = sim.node_of(model) or None
+    active = model.state == "active"
+    uid = f"uid-pod-{name}"
+    claim_name = f"{name}-gpus"
+    started = model.active_at if active else None
+    pod = PodRecord(
+        namespace=NAMESPACE,
+        name=name,
+        uid=uid,
+        phase="Running" if active else "Pending",
+        node_name=node,
+        labels={MODEL_ID_LABEL: model.id, ROLE_LABEL: role, QUEUE_LABEL: LOCAL_QUEUE},
+        model_id=model.id,
+        worker_role=role,
+        conditions=(
+            _cond("PodScheduled", "True", "", "", model.placed_at),
+            _cond("Ready", "True" if active else "False", "", "", started or model.placed_at),
+        ),
+        containers=(
+            ContainerState(role, "running", ready=True, started_at=started)
+            if active
+            else ContainerState(role, "waiting", reason="ContainerCreating"),
+        ),
+        scheduling_failure=None,
+        resource_claims=(PodResourceClaim("gpus", claim_name, "openrl-gpu"),) if uuids else (),
+        gpu_request=0,
+        owner_kind="Job",
+        owner_name=f"{workload_name(model.id)}-{role}",
+        created=model.placed_at,
+        started=model.placed_at,
+        deleting=False,
+    )
+    if not uuids:
+        return pod, None
+    devices = tuple(
+        AllocatedDevice("gpus", NVIDIA_GPU_DRIVER, gpus[u][0].name, f"gpu-{gpus[u][1].index}")
+        for u in uuids
+        if u in gpus
+    )
+    claim = ClaimRecord(
+        namespace=NAMESPACE,
+        name=claim_name,
+        uid=f"uid-claim-{name}",
+        requests=(ClaimRequest("gpus", NVIDIA_GPU_DRIVER, len(uuids), "ExactCount"),),
+        allocated=True,
+        devices=devices,
+        reserved_for=(ClaimConsumer("pods", name, uid),),
+        created=model.placed_at,
+        deleting=False,
+    )
+    return pod, claim
+
+
+def cluster_records(sim: Simulation) -> ClusterRecords:
+    """Everything Kubernetes would hold for the simulation's current state."""
+    gpus = {g.uuid: (n, g) for n in sim.cluster.nodes for g in n.gpus}
+    workloads: list[WorkloadRecord] = []
+    pods: list[PodRecord] = []
+    claims: list[ClaimRecord] = []
+    for model in sim.models.values():
+        if model.state == "waiting":
+            workloads.append(_waiting_workload(sim, model))
+        elif model.state in ACTIVE_STATES:
+            workloads.append(_admitted_workload(sim, model))
+            for worker in model.workers:
+                pod, claim = _pod_and_claim(sim, model, worker, gpus)
+                pods.append(pod)
+                if claim is not None:
+                    claims.append(claim)
+    return ClusterRecords(
+        nodes=[node_record(n) for n in sim.cluster.nodes],
+        slices=[slice_record(n) for n in sim.cluster.nodes],
+        workloads=workloads,
+        pods=pods,
+        claims=claims,
+    )
+
+
+async def mirror_kubernetes(sim: Simulation, backends: Backends, now: float) -> None:
+    """Create the twin on the first call, then make it hold what the simulation holds."""
+    records = cluster_records(sim)
+    twin = backends.kubernetes
+    if twin is None:
+        twin = backends.kubernetes = MemoryKubernetesSource()
+    elif not isinstance(twin, MemoryKubernetesSource):
+        return  # a real cluster is configured: leave it alone
+    twin.view.nodes.replace(records.nodes)
+    twin.view.slices.replace(records.slices)
+    twin.view.workloads.replace(records.workloads)
+    twin.view.pods.replace(records.pods)
+    twin.view.claims.replace(records.claims)

@@ -1,0 +1,361 @@
+"""The cluster graph through the whole app: a populated simulation and its Kubernetes twin.
+
+Model -> placements (Redis) -> live pods -> node -> GPUs -> holders; GPU -> holder model;
+why a waiting model waits; capacity; and what a failing or missing Kubernetes does to an
+answer (only the cluster fields go null).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import fakeredis
+import pytest
+from openrl_inspect.adapters.errors import BackendUnavailable
+from openrl_inspect.adapters.kubernetes import MemoryKubernetesSource
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.context import Backends
+from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes
+from support.harness import app_client, gql, populate
+
+pytestmark = pytest.mark.anyio
+
+NOW = time.time()
+
+
+class World:
+    def __init__(self, store: RedisStateStore, sim: Simulation, twin: MemoryKubernetesSource):
+        self.store, self.sim, self.twin = store, sim, twin
+
+
+@pytest.fixture
+async def world() -> World:
+    server = fakeredis.FakeServer()
+    client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    sim = await populate(client, SimConfig(seed=5), NOW)
+    backends = Backends(state=RedisStateStore.in_memory(server))
+    await mirror_kubernetes(sim, backends, NOW)
+    assert isinstance(backends.kubernetes, MemoryKubernetesSource)
+    return World(backends.state, sim, backends.kubernetes)  # type: ignore[arg-type]
+
+
+def running(sim: Simulation) -> list[Any]:
+    return [m for m in sim.models.values() if m.state in ("placed", "active")]
+
+
+WALK = """
+query($id: ID!) {
+  model(id: $id) {
+    id state
+    placements { nodes {
+      workload node pods gpuIds releasedAt source
+      livePods { name namespace role phase source degraded
+        node { name ready gpus(first: 8) { totalCount } }
+        gpus { uuid productName node { name } heldBy { model { id } pod { name } claim { name } } }
+        claims { name allocated devices { device gpu { uuid } } reservedFor { name } }
+      }
+      liveNode { name }
+      liveGpus { uuid held }
+      liveWorkload { name status admission { clusterQueue } }
+    } }
+    pods { totalCount truncated degraded nodes { name } }
+    workloads { nodes { name status } }
+  }
+}
+"""
+
+
+async def test_one_query_walks_placements_pods_node_gpus(world: World) -> None:
+    models = running(world.sim)
+    assert len(models) >= 3
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        for m in models:
+            body = await gql(client, WALK, id=m.id)
+            assert "errors" not in body, body
+            got = body["data"]["model"]
+            (placement,) = got["placements"]["nodes"]
+            node = world.sim.node_of(m)
+            uuids = {g.uuid for g in world.sim.gpus_of(m)}
+            assert placement["source"] == "redis" and placement["releasedAt"] is None
+            assert placement["node"] == node and set(placement["gpuIds"]) == uuids
+            live = placement["livePods"]
+            assert [p["name"] for p in live] == placement["pods"] == [w[2] for w in m.workers]
+            assert {p["role"] for p in live} == {"trainer", "sampler"}
+            assert all(p["source"] == "kubernetes" and not p["degraded"] for p in live)
+            assert {p["node"]["name"] for p in live} == {node}
+            assert live[0]["node"]["gpus"]["totalCount"] == 8
+            pod_gpus = [g for p in live for g in p["gpus"]]
+            assert {g["uuid"] for g in pod_gpus} == uuids
+            for p in live:
+                for g in p["gpus"]:
+                    (holder,) = g["heldBy"]
+                    assert holder["model"]["id"] == m.id and holder["pod"]["name"] == p["name"]
+                    assert g["node"]["name"] == node
+                (claim,) = p["claims"]
+                assert claim["allocated"] and claim["reservedFor"] == [{"name": p["name"]}]
+                assert {d["gpu"]["uuid"] for d in claim["devices"]} == {
+                    g["uuid"] for g in p["gpus"]
+                }
+            assert placement["liveNode"] == {"name": node}
+            assert {g["uuid"] for g in placement["liveGpus"]} == uuids
+            assert all(g["held"] for g in placement["liveGpus"])
+            assert placement["liveWorkload"]["name"] == placement["workload"]
+            assert placement["liveWorkload"]["status"] == "admitted"
+            assert got["pods"]["totalCount"] == 2 and not got["pods"]["truncated"]
+            assert [w["status"] for w in got["workloads"]["nodes"]] == ["admitted"]
+
+
+async def test_gpu_query_returns_its_holder(world: World) -> None:
+    held = {u: mid for n in world.sim.cluster.nodes for u, mid in n.held.items()}
+    free = [g.uuid for n in world.sim.cluster.nodes for g in n.free()]
+    assert held and free
+    query = """query($u: String!) { gpu(uuid: $u) { uuid held node { name }
+        heldBy { modelId model { id state } pod { name model { id } } claim { allocated } } } }"""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        for uuid, mid in sorted(held.items())[:6]:
+            body = await gql(client, query, u=uuid)
+            assert "errors" not in body, body
+            gpu = body["data"]["gpu"]
+            (holder,) = gpu["heldBy"]
+            assert gpu["held"] and holder["modelId"] == mid and holder["model"]["id"] == mid
+            assert holder["pod"]["model"]["id"] == mid and holder["claim"]["allocated"]
+        body = await gql(client, query, u=free[0])
+        assert body["data"]["gpu"]["held"] is False and body["data"]["gpu"]["heldBy"] == []
+        missing = await gql(client, query, u="GPU-00000000-0000-0000-0000-000000000000")
+        bad = await gql(client, query, u="GPU {bad}")
+    assert missing["data"]["gpu"] is None
+    assert missing["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
+
+
+async def test_waiting_model_explains_why(world: World) -> None:
+    waiting = world.sim.scenario_ids["waiting"]
+    active = world.sim.scenario_ids["stuck"]
+    query = """query($w: ID!, $a: ID!) {
+      w: model(id: $w) { state waitingSeconds
+        whyWaiting { rank kind source reason message object flavor resource shortfall
+                     waitedSeconds queuePosition queueLength } }
+      a: model(id: $a) { state waitingSeconds whyWaiting { kind } }
+    }"""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, query, w=waiting, a=active)
+    assert "errors" not in body, body
+    w = body["data"]["w"]
+    assert w["state"] == "WAITING" and w["waitingSeconds"] >= 2400
+    first = w["whyWaiting"][0]
+    assert (first["rank"], first["kind"], first["source"]) == (1, "QUOTA", "kueue")
+    assert "insufficient unused quota for nvidia.com/gpu in flavor" in first["message"]
+    assert first["flavor"] in first["message"] and first["resource"] == "nvidia.com/gpu"
+    assert first["shortfall"] == world.sim.config.gpus_per_model
+    assert first["object"] == f"Workload openrl/openrl-{waiting}"
+    assert first["waitedSeconds"] >= 2400
+    waiting_models = [m for m in world.sim.models.values() if m.state == "waiting"]
+    assert first["queueLength"] == len(waiting_models)
+    assert 1 <= first["queuePosition"] <= first["queueLength"]
+    assert body["data"]["a"] == {"state": "ACTIVE", "waitingSeconds": None, "whyWaiting": []}
+
+
+async def test_capacity_matches_the_simulation(world: World) -> None:
+    nodes = world.sim.cluster.nodes
+    query = """{ capacity { nodes total held free unhealthy tainted degraded truncated
+        byProduct { product nodes total held free }
+        byNode(first: 100) { nodes { nodeName total held free basis condition } } }
+      nodes(first: 100) { nodes { name capacity { total held free } } } }"""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, query)
+    assert "errors" not in body, body
+    cap = body["data"]["capacity"]
+    total = sum(len(n.gpus) for n in nodes)
+    held = sum(len(n.held) for n in nodes)
+    assert (cap["nodes"], cap["total"], cap["held"], cap["free"]) == (
+        len(nodes), total, held, total - held,
+    )  # fmt: skip
+    assert (cap["unhealthy"], cap["tainted"], cap["degraded"], cap["truncated"]) == (
+        0, 0, False, False,
+    )  # fmt: skip
+    per_product: Counter[str] = Counter()
+    held_product: Counter[str] = Counter()
+    for n in nodes:
+        for g in n.gpus:
+            per_product[g.product] += 1
+            held_product[g.product] += g.uuid in n.held
+    assert {p["product"]: (p["total"], p["held"]) for p in cap["byProduct"]} == {
+        product: (per_product[product], held_product[product]) for product in per_product
+    }
+    expected = {n.name: (len(n.gpus), len(n.held)) for n in nodes}
+    by_node = {c["nodeName"]: (c["total"], c["held"]) for c in cap["byNode"]["nodes"]}
+    assert by_node == expected
+    assert {c["basis"] for c in cap["byNode"]["nodes"]} == {"dra"}
+    listed = body["data"]["nodes"]["nodes"]
+    assert {n["name"]: (n["capacity"]["total"], n["capacity"]["held"]) for n in listed} == expected
+
+
+MIXED = """query($w: ID!, $i: ID!) {
+  w: model(id: $w) { id state waitingSeconds whyWaiting { kind } }
+  i: model(id: $i) { id state stepCount
+    placements { nodes { gpuIds node livePods { name } liveNode { name } } }
+    pods { totalCount } workers { nodes { id pod podObject { name } } } }
+  capacity { total }
+}"""
+
+
+async def test_kubernetes_failing_nulls_only_cluster_fields(world: World) -> None:
+    world.twin.failure = BackendUnavailable(
+        "kubernetes", "the Kubernetes API server cannot be reached"
+    )
+    ids = world.sim.scenario_ids
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, MIXED, w=ids["waiting"], i=ids["idle_placement"])
+    data = body["data"]
+    assert data["w"]["state"] == "WAITING" and data["w"]["waitingSeconds"] >= 2400
+    assert data["w"]["whyWaiting"] is None
+    idle = data["i"]
+    assert idle["state"] == "ACTIVE" and idle["stepCount"] == 3
+    (placement,) = idle["placements"]["nodes"]
+    assert len(placement["gpuIds"]) == 2 and placement["node"]  # the history stands
+    assert placement["livePods"] is None and placement["liveNode"] is None
+    assert idle["pods"] is None and data["capacity"] is None
+    assert all(w["id"] and w["podObject"] is None for w in idle["workers"]["nodes"])
+    assert {tuple(map(str, e["path"][-1:])) for e in body["errors"]} == {
+        ("whyWaiting",), ("livePods",), ("liveNode",), ("pods",), ("podObject",), ("capacity",),
+    }  # fmt: skip
+    for error in body["errors"]:
+        assert error["extensions"] == {"code": "BACKEND_UNAVAILABLE", "backend": "kubernetes"}
+        assert error["message"] == "the Kubernetes API server cannot be reached"
+
+
+async def test_without_kubernetes_the_fields_say_not_configured(world: World) -> None:
+    ids = world.sim.scenario_ids
+    async with app_client(world.store) as client:
+        body = await gql(client, MIXED, w=ids["waiting"], i=ids["idle_placement"])
+        status = await gql(client, "{ kubernetesStatus { ready } nodes { totalCount } }")
+    assert body["data"]["i"]["stepCount"] == 3 and body["data"]["i"]["pods"] is None
+    codes = {e["extensions"]["code"] for e in body["errors"] + status["errors"]}
+    assert codes == {"BACKEND_NOT_CONFIGURED"}
+    assert {e["extensions"]["backend"] for e in body["errors"]} == {"kubernetes"}
+    assert status["data"] == {"kubernetesStatus": None, "nodes": None}
+
+
+async def test_degraded_answers_say_so(world: World) -> None:
+    m = running(world.sim)[0]
+    world.twin.degraded_kinds = {"pods"}
+    query = """query($id: ID!) { model(id: $id) { pods { degraded nodes { degraded node { degraded } } } }
+      nodes(first: 1) { degraded } kubernetesStatus { ready degraded kinds { kind degraded synced } } }"""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, query, id=m.id)
+    data = body["data"]
+    pods = data["model"]["pods"]
+    assert pods["degraded"] is True and {p["degraded"] for p in pods["nodes"]} == {True}
+    assert {p["node"]["degraded"] for p in pods["nodes"]} == {False}
+    assert data["nodes"]["degraded"] is False
+    status = data["kubernetesStatus"]
+    assert status["degraded"] is True and status["ready"] is False
+    assert [k["kind"] for k in status["kinds"] if k["degraded"]] == ["pods"]
+
+
+async def test_lists_page_through_real_cursors(world: World) -> None:
+    names: list[str] = []
+    after = None
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        while True:
+            body = await gql(
+                client,
+                "query($a: String) { nodes(first: 2, after: $a) { totalCount truncated"
+                " pageInfo { hasNextPage hasPreviousPage endCursor } nodes { name } } }",
+                a=after,
+            )
+            page = body["data"]["nodes"]
+            assert page["totalCount"] is None or page["totalCount"] == len(page["nodes"])
+            names += [n["name"] for n in page["nodes"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        gpus = await gql(client, "{ gpus(first: 100) { totalCount nodes { uuid } } }")
+        node = world.sim.cluster.nodes[0].name
+        on_node = await gql(
+            client,
+            "query($n: String!) { gpus(node: $n, first: 3) { pageInfo { endCursor } } }",
+            n=node,
+        )
+        cursor = on_node["data"]["gpus"]["pageInfo"]["endCursor"]
+        rest = await gql(
+            client,
+            "query($n: String!, $a: String!) { node(name: $n) { gpus(first: 8, after: $a) {"
+            " truncated nodes { index } } } }",
+            n=node,
+            a=cursor,
+        )
+        bad = await gql(client, '{ nodes(after: "garbage") { totalCount } }')
+        wrong_kind = await gql(
+            client, "query($a: String!) { pods(after: $a) { totalCount } }", a=cursor
+        )
+        bad_ns = await gql(client, '{ pod(namespace: "Not_A_Namespace", name: "x") { name } }')
+    assert names == sorted(n.name for n in world.sim.cluster.nodes)
+    all_uuids = {g.uuid for n in world.sim.cluster.nodes for g in n.gpus}
+    assert {g["uuid"] for g in gpus["data"]["gpus"]["nodes"]} == all_uuids
+    assert gpus["data"]["gpus"]["totalCount"] == len(all_uuids)
+    assert [g["index"] for g in rest["data"]["node"]["gpus"]["nodes"]] == [3, 4, 5, 6, 7]
+    for answer in (bad, wrong_kind, bad_ns):
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_INPUT"
+
+
+async def test_workers_and_pods_link_both_ways(world: World) -> None:
+    m = running(world.sim)[0]
+    query = """query($id: ID!) { model(id: $id) { workers { nodes { id pod node
+        podObject { name model { id } } nodeObject { name } } } } }"""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, query, id=m.id)
+        pod_name = m.workers[0][2]
+        pod = await gql(
+            client,
+            'query($n: String!, $m: ID!) { pod(namespace: "openrl", name: $n) {'
+            " model { id } node { name } containers { state } }"
+            " pods(model: $m) { nodes { name } } }",
+            n=pod_name,
+            m=m.id,
+        )
+    assert "errors" not in body, body
+    for w in body["data"]["model"]["workers"]["nodes"]:
+        assert w["podObject"]["name"] == w["pod"] and w["podObject"]["model"]["id"] == m.id
+        assert w["nodeObject"]["name"] == w["node"] == world.sim.node_of(m)
+    assert pod["data"]["pod"]["model"]["id"] == m.id
+    assert {p["name"] for p in pod["data"]["pods"]["nodes"]} == {w[2] for w in m.workers}
+
+
+async def test_the_twin_follows_the_simulation(world: World) -> None:
+    sim, twin = world.sim, world.twin
+    m = running(sim)[0]
+    gpus = {g.uuid for g in sim.gpus_of(m)}
+    sim.finish(m, "ended", NOW + 1)
+    await sim.rec.flush()
+    backends = Backends(state=world.store, kubernetes=twin)
+    await mirror_kubernetes(sim, backends, NOW + 1)
+    assert backends.kubernetes is twin
+    query = """query($id: ID!) { model(id: $id) { state whyWaiting { kind }
+        placements { nodes { pods releasedAt livePods { name } liveGpus { uuid held } liveWorkload { name } } }
+        pods { totalCount } } capacity { held } }"""
+    async with app_client(world.store, kubernetes=twin) as client:
+        body = await gql(client, query, id=m.id)
+    assert "errors" not in body, body
+    got = body["data"]["model"]
+    (placement,) = got["placements"]["nodes"]
+    assert got["state"] == "ENDED" and got["pods"]["totalCount"] == 0 and got["whyWaiting"] == []
+    assert placement["pods"] and placement["releasedAt"] is not None  # the history
+    assert placement["livePods"] == [] and placement["liveWorkload"] is None  # gone live
+    assert {g["uuid"] for g in placement["liveGpus"]} == gpus
+    assert not any(g["held"] for g in placement["liveGpus"])
+    assert body["data"]["capacity"]["held"] == sum(len(n.held) for n in sim.cluster.nodes)
+
+
+async def test_the_twin_is_deterministic() -> None:
+    async def records() -> Any:
+        client = fakeredis.FakeAsyncRedis(server=fakeredis.FakeServer(), decode_responses=True)
+        return cluster_records(await populate(client, SimConfig(seed=11), NOW))
+
+    first, second = await records(), await records()
+    assert first == second
+    assert len(first.nodes) == len(first.slices) == 6
+    assert {w.model_id for w in first.workloads} >= {p.model_id for p in first.pods}
