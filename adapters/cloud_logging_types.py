@@ -43,6 +43,9 @@ class TruncationReason(enum.StrEnum):
     MAX_BYTES = "max_bytes"  # the answer's byte budget was spent
     SCAN_BUDGET = "scan_budget"  # too many backend pages read for one answer
     TIME_BUDGET = "time_budget"  # the answer's time budget ran out between pages
+    # The backend's own read cap (pod logs: tail lines or byte limit per container) left
+    # out lines inside the window; no cursor reaches them (narrow the window instead).
+    SOURCE_LIMIT = "source_limit"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

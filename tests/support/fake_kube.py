@@ -14,7 +14,10 @@ kubeconfig (``write_kubeconfig``):
 * WATCH (``?watch=true``): chunked newline-delimited JSON events ADDED, MODIFIED,
   DELETED, BOOKMARK (with ``allowWatchBookmarks``), and an ERROR event carrying a Status
   with code 410 for a resourceVersion older than the compacted history; the server ends
-  a watch after ``timeoutSeconds``.
+  a watch after ``timeoutSeconds``;
+* pod logs (``/api/v1/namespaces/<ns>/pods/<name>/log``, text) with ``container``,
+  ``timestamps`` (RFC3339Nano prefix), ``sinceSeconds``, ``tailLines``, ``limitBytes`` and
+  ``previous``, counted as ("get", "pods/log"), from lines set with ``add_log``.
 
 Tests mutate objects (``put``/``delete`` emit watch events), ``expire_history`` (force
 410s), ``stop``/``start`` on the same port, slow every answer (``delay_s``), fail a
@@ -33,8 +36,9 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -167,6 +171,9 @@ class FakeKube:
         self.counts: Counter[tuple[str, str]] = Counter()
         self.delay_s = 0.0
         self.failures: dict[str, int] = {}
+        # (namespace, pod, container, previous) -> [(epoch seconds, line)], oldest first
+        self.logs: dict[tuple[str, str, str, bool], list[tuple[float, str]]] = {}
+        self.log_clock: Any = time.time  # the kubelet's "now", for sinceSeconds
         self.served: dict[str, tuple[str, ...]] = {
             "kueue.x-k8s.io": ("v1beta1",),
             "resource.k8s.io": ("v1", "v1beta1"),
@@ -282,6 +289,21 @@ class FakeKube:
             self._bookmarks += 1
             self._cond.notify_all()
 
+    def add_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        lines: Iterable[tuple[float, str]],
+        *,
+        previous: bool = False,
+    ) -> None:
+        """Append log lines (epoch seconds, text) to a container (or its previous instance)."""
+        with self._cond:
+            stored = self.logs.setdefault((namespace, pod, container, previous), [])
+            stored.extend(lines)
+            stored.sort(key=lambda line: line[0])
+
     def count(self, verb: str, plural: str) -> int:
         with self._cond:
             return self.counts[verb, plural]
@@ -315,6 +337,16 @@ class FakeKube:
             with self._cond:
                 self.counts["get", "discovery"] += 1
             return h.send_json(200, discovery)
+        if (
+            len(parts) == 7
+            and parts[:3] == ["api", "v1", "namespaces"]
+            and parts[4:7:2]
+            == [
+                "pods",
+                "log",
+            ]
+        ):
+            return self._log(h, parts[3], parts[5], url.path, query)
         route = self._route(parts)
         if route is None:
             return h.send_json(404, _status(404, "NotFound", "the server could not find it"))
@@ -391,6 +423,52 @@ class FakeKube:
         if res is None or (namespace is not None and not res.namespaced):
             return None
         return res, version, namespace, rest[1] if len(rest) == 2 else None
+
+    def _log(
+        self, h: _Handler, namespace: str, name: str, path: str, query: Mapping[str, str]
+    ) -> None:
+        with self._cond:
+            self.counts["get", "pods/log"] += 1
+            self.requests.append(("get", path, query))
+            pod = self._objects[_BY_PLURAL["", "pods"]].get((namespace, name))
+        if self.delay_s:
+            self._wait(self.delay_s)
+        if "pods/log" in self.failures:
+            code = self.failures["pods/log"]
+            return h.send_json(code, _status(code, "Failure", "injected failure"))
+        if pod is None:
+            return h.send_json(404, _status(404, "NotFound", f'pods "{name}" not found'))
+        names = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
+        container = query.get("container")
+        if container is None:
+            if len(names) != 1:
+                message = f"a container name must be specified for pod {name}"
+                return h.send_json(400, _status(400, "BadRequest", message))
+            container = names[0]
+        if container not in names:
+            message = f"container {container} is not valid for pod {name}"
+            return h.send_json(400, _status(400, "BadRequest", message))
+        previous = query.get("previous") in ("true", "1")
+        with self._cond:
+            lines = self.logs.get((namespace, name, container, previous))
+            lines = list(lines) if lines is not None else None
+        if lines is None and previous:
+            message = f'previous terminated container "{container}" in pod "{name}" not found'
+            return h.send_json(400, _status(400, "BadRequest", message))
+        lines = lines or []
+        if "sinceSeconds" in query:
+            since = self.log_clock() - int(query["sinceSeconds"])
+            lines = [line for line in lines if line[0] >= since]
+        if "tailLines" in query:
+            tail = int(query["tailLines"])
+            lines = lines[-tail:] if tail else []
+        stamped = query.get("timestamps") in ("true", "1")
+        body = "".join(
+            (f"{_rfc3339_nano(at)} {text}\n" if stamped else f"{text}\n") for at, text in lines
+        ).encode()
+        if "limitBytes" in query:
+            body = body[: int(query["limitBytes"])]
+        h.send_bytes(200, body, "text/plain")
 
     def _matching(self, res: Res, namespace: str | None, query: Mapping[str, str]) -> list[Obj]:
         labels, fields = query.get("labelSelector"), query.get("fieldSelector")
@@ -545,6 +623,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def send_bytes(self, code: int, data: bytes, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def start_stream(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -560,6 +645,13 @@ class _Handler(BaseHTTPRequestHandler):
     def end_stream(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _rfc3339_nano(at: float) -> str:
+    """As the kubelet stamps lines: RFC3339Nano, UTC, trailing zeros dropped."""
+    moment = datetime.fromtimestamp(at, tz=UTC)
+    fraction = f"{moment.microsecond * 1000:09d}".rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
 def write_kubeconfig(

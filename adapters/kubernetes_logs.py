@@ -1,0 +1,485 @@
+"""Pod logs from the Kubernetes API: the fallback when Cloud Logging is not available.
+
+``PodLogSource`` is a :class:`~openrl_inspect.adapters.cloud_logging.LogSource`: the
+same queries, records, filters, bounds and cursors as the Cloud Logging adapter. It
+reads each selected container's log with the official client's
+``read_namespaced_pod_log`` (``timestamps``, ``since_seconds`` from the window's
+start, ``tail_lines`` and ``limit_bytes`` caps, an explicit ``_request_timeout``),
+turns every line into the LogEntry JSON Cloud Logging would have stored for it (pod,
+container, namespace, and the pod's model and role labels), and answers through the
+in-memory twin, that is through the shared filter evaluator and
+``cloud_logging_paging.collect``: nothing about filtering or bounding is redone here.
+
+The log endpoint cannot start in the middle of a log, so every answer re-reads the
+tails and a cursor names a position in them (timestamp and a stable per-line id). When
+a tail or byte cap cut lines inside the window the answer says so
+(``TruncationReason.SOURCE_LIMIT``): those lines cannot be paged to; narrow the window.
+
+Which pods: the model's (``KubernetesSource.pods_by_model``), narrowed by the query's
+pod and role, or the pods given. Which containers: every app container of each pod
+(or the configured ones), plus the previous instance of a container that restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from openrl_inspect.adapters.cloud_logging_memory import InMemoryLogSource, wire_entry
+from openrl_inspect.adapters.cloud_logging_types import (
+    CloudLoggingSettings,
+    LogPage,
+    LogQuery,
+    LogSource,
+    LogSourceKind,
+    TruncationReason,
+    validate_query,
+)
+from openrl_inspect.adapters.errors import (
+    BackendTimeout,
+    InvalidInput,
+    NotFound,
+)
+from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, KubernetesSource
+from openrl_inspect.adapters.kubernetes_api import (
+    BACKEND,
+    check_status,
+    kclient,
+    translate,
+)
+from openrl_inspect.adapters.kubernetes_records import ObjectKey, PodRecord
+from openrl_inspect.adapters.logfilter_eval import parse_timestamp
+from openrl_inspect.settings import SettingsError, load
+
+__all__ = [
+    "ENV_PREFIX",
+    "LOG_READS",
+    "PodLogReader",
+    "PodLogSettings",
+    "PodLogSource",
+    "load_settings",
+    "parse_line",
+]
+
+ENV_PREFIX = "OPENRL_INSPECT_POD_LOGS_"
+
+#: What this reader asks of the API server beyond the watch cache:
+#: (API group, resource, verbs). ``deploy/rbac.yaml`` must grant it.
+LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("get",)),)
+
+# The API server "may return slightly more" than limitBytes: read at most this past it.
+_READ_SLACK_BYTES = 64 * 1024
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_PROJECT = "openrl-local"  # names no console: pod-log answers carry no explorer link
+
+
+@dataclass(frozen=True, slots=True)
+class PodLogSettings:
+    """The pod-log reader (environment prefix ``OPENRL_INSPECT_POD_LOGS_``).
+
+    Entry, byte and message bounds are the Cloud Logging adapter's (``bounds`` given to
+    :class:`PodLogSource`); these settings bound what is read from the API server.
+    ``namespace`` resolves a bare pod name in a query; ``containers`` (empty: all app
+    containers) selects which containers' logs are read.
+    """
+
+    # Each read of one container's log; the whole answer gets ``timeout_s``.
+    request_timeout_s: float = 10.0
+    timeout_s: float = 20.0
+    # Per container read: the last lines since the window's start, and at most this many
+    # bytes of them.
+    tail_lines: int = 2000
+    limit_bytes: int = 524_288
+    # Per answer: pods, container logs read, and reads at once.
+    max_pods: int = 16
+    max_streams: int = 16
+    concurrency: int = 4
+    containers: tuple[str, ...] = ()
+    # Also read the previous instance of a container that restarted (its crash).
+    previous: bool = True
+    namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "request_timeout_s",
+            "timeout_s",
+            "tail_lines",
+            "limit_bytes",
+            "max_pods",
+            "max_streams",
+            "concurrency",
+        ):
+            if not getattr(self, name) > 0:
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()}: must be positive")
+        if self.namespace is not None and not _DNS_LABEL.fullmatch(self.namespace):
+            raise SettingsError(f"{ENV_PREFIX}NAMESPACE: not a namespace name")
+        for container in self.containers:
+            if not _DNS_LABEL.fullmatch(container):
+                raise SettingsError(f"{ENV_PREFIX}CONTAINERS: {container[:64]!r} is not a name")
+
+
+def load_settings(
+    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+) -> PodLogSettings:
+    return load(PodLogSettings, ENV_PREFIX, environ, overrides)
+
+
+class PodLogReader(Protocol):
+    """A :class:`LogSource` that can also read given pods instead of a model's."""
+
+    async def entries(
+        self,
+        query: LogQuery,
+        cursor: str | None = None,
+        *,
+        pods: Sequence[ObjectKey] | None = None,
+    ) -> LogPage: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    pod: PodRecord
+    container: str
+    previous: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    entries: list[dict[str, Any]]
+    # Lines inside the window were left out by the tail or byte cap.
+    short: bool
+
+
+class PodLogSource:
+    """A :class:`LogSource` over ``read_namespaced_pod_log``.
+
+    ``api_client`` is the official asyncio ``ApiClient`` (shared, not closed here);
+    ``kube`` resolves a model's pods and a pod's containers and labels.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        kube: KubernetesSource,
+        settings: PodLogSettings | None = None,
+        *,
+        bounds: CloudLoggingSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._core: Any = kclient.CoreV1Api(api_client)
+        self._kube = kube
+        self.settings = settings or PodLogSettings()
+        # Filters are evaluated here, on entries built with the same label keys: a
+        # Cloud Logging log name or namespace restriction has no meaning for them.
+        self.bounds = replace(
+            bounds or CloudLoggingSettings(),
+            project=None,
+            api_endpoint=None,
+            anonymous=False,
+            log_id=None,
+            namespace=None,
+        )
+        self._clock = clock
+        self._gate = asyncio.Semaphore(self.settings.concurrency)
+        #: Requests made, by (verb, resource): ("get", "pods/log").
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    @classmethod
+    def for_cluster(
+        cls,
+        source: KubernetesCacheSource,
+        settings: PodLogSettings | None = None,
+        *,
+        bounds: CloudLoggingSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> PodLogSource:
+        """Over the client of an open ``KubernetesCacheSource`` (``open_kubernetes``)."""
+        return cls(source.api.client, source, settings, bounds=bounds, clock=clock)
+
+    async def aclose(self) -> None:
+        return None  # the ApiClient belongs to the Kubernetes source
+
+    async def entries(
+        self,
+        query: LogQuery,
+        cursor: str | None = None,
+        *,
+        pods: Sequence[ObjectKey] | None = None,
+    ) -> LogPage:
+        """One bounded answer; ``pods`` reads those pods instead of the model's."""
+        query = validate_query(query, self.bounds)
+        streams, short = await self._streams(query, pods)
+        now = self._clock()
+        since = now - query.start.timestamp()
+        rows: list[dict[str, Any]] = []
+        if streams and since > 0:
+            try:
+                async with asyncio.timeout(self.settings.timeout_s):
+                    reads = await asyncio.gather(
+                        *(self._read(s, query, int(since) + 1) for s in streams),
+                        return_exceptions=True,
+                    )
+            except TimeoutError:
+                raise BackendTimeout(
+                    BACKEND, "pod logs: the API server did not answer in time"
+                ) from None
+            for read in reads:
+                if isinstance(read, BaseException):
+                    raise read  # a half answer is never passed off as whole
+                rows.extend(read.entries)
+                short = short or read.short
+        twin = InMemoryLogSource(self.bounds, capacity=max(1, len(rows)))
+        twin.append(*rows)
+        page = await twin.entries(query, cursor)
+        page = replace(
+            page,
+            entries=tuple(replace(e, source=LogSourceKind.POD) for e in page.entries),
+        )
+        if short:
+            page = replace(page, truncated=True, truncated_reason=TruncationReason.SOURCE_LIMIT)
+        return page
+
+    # ------------------------------------------------------------------- which logs
+
+    async def _streams(
+        self, query: LogQuery, keys: Sequence[ObjectKey] | None
+    ) -> tuple[list[_Stream], bool]:
+        """The container logs to read, and whether the pod or stream caps left some out."""
+        cap = self.settings.max_pods
+        if keys is not None:
+            keys = [_check_key(k) for k in keys]
+            records = await self._kube.get_pods(keys[:cap])
+            for key, record in zip(keys, records, strict=False):
+                if record is None:
+                    raise NotFound("pod", f"{key.namespace}/{key.name}")
+            pods = [r for r in records if r is not None]
+            short = len(keys) > cap
+        elif query.model_id is not None:
+            (listing,) = await self._kube.pods_by_model([query.model_id], limit=cap)
+            pods, short = list(listing.items), listing.truncated
+        elif query.pod is not None and self.settings.namespace is not None:
+            key = _check_key(ObjectKey(self.settings.namespace, query.pod))
+            pods = [p for p in await self._kube.get_pods([key]) if p is not None]
+            short = False
+        else:
+            raise InvalidInput("pod logs need a model, or a pod and its namespace")
+        if query.pod is not None:
+            pods = [p for p in pods if p.name == query.pod]
+        if query.role is not None:
+            pods = [p for p in pods if p.worker_role == query.role]
+        wanted = set(self.settings.containers)
+        streams: list[_Stream] = []
+        for pod in pods:
+            for container in pod.containers:
+                if container.init or (wanted and container.name not in wanted):
+                    continue
+                if not _DNS_LABEL.fullmatch(container.name):
+                    continue
+                streams.append(_Stream(pod, container.name, previous=False))
+                if self.settings.previous and container.restart_count > 0:
+                    streams.append(_Stream(pod, container.name, previous=True))
+        if len(streams) > self.settings.max_streams:
+            streams, short = streams[: self.settings.max_streams], True
+        return streams, short
+
+    # ---------------------------------------------------------------------- reading
+
+    async def _read(self, stream: _Stream, query: LogQuery, since_seconds: int) -> _Read:
+        s = self.settings
+        pod = stream.pod
+        params: dict[str, Any] = {
+            "container": stream.container,
+            "timestamps": True,
+            "since_seconds": since_seconds,
+            "tail_lines": s.tail_lines,
+            "limit_bytes": s.limit_bytes,
+            "_request_timeout": float(s.request_timeout_s),
+        }
+        if stream.previous:
+            params["previous"] = True
+        what = "read pod log"
+        async with self._gate:
+            self.counts["get", "pods/log"] += 1
+            with translate(what):
+                response = await self._core.read_namespaced_pod_log_without_preload_content(
+                    pod.name, pod.namespace, **params
+                )
+                complete = False
+                try:
+                    if response.status in (400, 404):
+                        # The pod went away, or the container has not started (or has no
+                        # previous instance) yet: no log to show, not a failure.
+                        complete = True
+                        return _Read([], False)
+                    check_status(response.status, what)
+                    body, complete = await _read_capped(response, s.limit_bytes + _READ_SLACK_BYTES)
+                finally:
+                    if complete:
+                        response.release()
+                    else:
+                        response.close()
+        return self._parse(stream, body, query, cut=not complete or len(body) >= s.limit_bytes)
+
+    def _parse(self, stream: _Stream, body: bytes, query: LogQuery, *, cut: bool) -> _Read:
+        text = body.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        elif cut and lines:
+            lines.pop()  # the byte cap ended this line part-way
+        pod = stream.pod
+        seen: Counter[tuple[str, str]] = Counter()
+        entries: list[dict[str, Any]] = []
+        oldest: datetime | None = None
+        newest: datetime | None = None
+        for raw in lines:
+            stamp, _, rest = raw.rstrip("\r").partition(" ")
+            try:
+                moment = parse_timestamp(stamp)
+            except ValueError:
+                continue  # not a line the kubelet stamped
+            oldest = moment if oldest is None else min(oldest, moment)
+            newest = moment if newest is None else max(newest, moment)
+            if not query.start <= moment <= query.end:
+                continue
+            seen[stamp, rest] += 1
+            severity, message, payload = parse_line(rest)
+            if stream.previous:
+                payload = {**(payload or {}), "previous_instance": True}
+            entries.append(
+                wire_entry(
+                    timestamp=moment,
+                    message=message,
+                    payload=payload,
+                    severity=severity,
+                    model_id=pod.model_id,
+                    role=pod.worker_role,
+                    pod=pod.name,
+                    container=stream.container,
+                    namespace=pod.namespace,
+                    insert_id=_line_id(stream, stamp, rest, seen[stamp, rest]),
+                    project=_PROJECT,
+                    settings=self.bounds,
+                )
+            )
+        tail_hit = len(lines) >= self.settings.tail_lines and (
+            oldest is None or oldest > query.start
+        )
+        bytes_hit = cut and (newest is None or newest < query.end)
+        return _Read(entries, tail_hit or bytes_hit)
+
+
+async def _read_capped(response: Any, cap: int) -> tuple[bytes, bool]:
+    """The body, at most ``cap`` bytes; True when it was read to its end."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < cap:
+        chunk: bytes = await response.content.read(cap - size)
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+def _check_key(key: ObjectKey) -> ObjectKey:
+    namespace, name = key
+    if not (isinstance(namespace, str) and _DNS_LABEL.fullmatch(namespace)):
+        raise InvalidInput("not a valid namespace name")
+    if not (isinstance(name, str) and len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name)):
+        raise InvalidInput("not a valid pod name")
+    return ObjectKey(namespace, name)
+
+
+def _line_id(stream: _Stream, stamp: str, text: str, occurrence: int) -> str:
+    """A stable id for a line: the same line gets the same id on every re-read."""
+    pod = stream.pod
+    key = "\n".join(
+        (pod.namespace, pod.name, stream.container, str(stream.previous), stamp, str(occurrence))
+    )
+    digest = hashlib.sha256(key.encode() + b"\n" + text.encode("utf-8", "replace"))
+    return f"pod-{digest.hexdigest()[:24]}"
+
+
+# --------------------------------------------------------------------- line parsing
+
+_LEVEL_NAMES = {
+    "TRACE": "DEBUG",
+    "DEBUG": "DEBUG",
+    "INFO": "INFO",
+    "NOTICE": "NOTICE",
+    "WARN": "WARNING",
+    "WARNING": "WARNING",
+    "ERR": "ERROR",
+    "ERROR": "ERROR",
+    "CRIT": "CRITICAL",
+    "CRITICAL": "CRITICAL",
+    "FATAL": "CRITICAL",
+    "ALERT": "ALERT",
+    "EMERG": "EMERGENCY",
+    "EMERGENCY": "EMERGENCY",
+    "PANIC": "EMERGENCY",
+}
+_PY_LEVELS = ((50, "CRITICAL"), (40, "ERROR"), (30, "WARNING"), (20, "INFO"), (10, "DEBUG"))
+# A level word among the first few words: "ERROR ...", "[WARN] ...", "12:00:01 INFO x: ...".
+_TEXT_LEVEL = re.compile(
+    r"^(?:\S+\s+){0,3}?[\[(<]?(" + "|".join(_LEVEL_NAMES) + r")(?:[\])>:]|\s|$)"
+)
+_KLOG = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}")
+_KLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_SEVERITY_KEYS = ("severity", "level", "levelname", "lvl")
+_MESSAGE_KEYS = ("message", "msg")
+
+
+def _level(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return next((name for floor, name in _PY_LEVELS if value >= floor), "DEFAULT")
+    if isinstance(value, str):
+        return _LEVEL_NAMES.get(value.strip().upper(), "DEFAULT")
+    return "DEFAULT"
+
+
+def parse_line(text: str) -> tuple[str, str | None, dict[str, Any] | None]:
+    """(severity, message, structured payload) of one log line, as Cloud Logging's
+    agents read them: a JSON object's ``severity``/``level`` and ``message``/``msg``,
+    else a level word near the start of the text (or a klog ``E0301`` prefix)."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            body = json.loads(stripped)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            severity = "DEFAULT"
+            for key in _SEVERITY_KEYS:
+                if key in body:
+                    severity = _level(body.pop(key))
+                    break
+            message = None
+            for key in _MESSAGE_KEYS:
+                if isinstance(body.get(key), str):
+                    message = body.pop(key)
+                    break
+            return severity, message, body
+    if match := _KLOG.match(text):
+        return _KLOG_LEVELS[match.group(1)], text, None
+    if match := _TEXT_LEVEL.match(text):
+        return _LEVEL_NAMES[match.group(1)], text, None
+    return "DEFAULT", text, None
+
+
+if TYPE_CHECKING:  # the reader stays a LogSource and a PodLogReader
+
+    def _conforms(source: PodLogSource) -> tuple[LogSource, PodLogReader]:
+        return source, source
