@@ -14,12 +14,17 @@ from typing import Any
 from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings, CloudLoggingSource
 from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
 from openrl_inspect.adapters.kubernetes import KubernetesSettings, open_kubernetes
+from openrl_inspect.adapters.kubernetes_logs import PodLogSettings, PodLogSource
 from openrl_inspect.adapters.prometheus import PrometheusSettings, make_metrics_source
+from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
 from openrl_inspect.adapters.redis_client import RedisSettings, connect
 from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator.kube_twin import mirror_kubernetes
+from openrl_inspect.simulator.logs_twin import mirror_logs
+from openrl_inspect.simulator.metrics_twin import mirror_metrics
 
 log = logging.getLogger("openrl_inspect.backends")
 
@@ -32,6 +37,10 @@ class BackendSettings:
     kubernetes: KubernetesSettings | None = None
     prometheus: PrometheusSettings | None = None
     cloud_logging: CloudLoggingSettings | None = None
+    # The pod-logs fallback, used when ``kubernetes`` is configured.
+    pod_logs: PodLogSettings = field(default_factory=PodLogSettings)
+    # The guarded raw PromQL field (off unless enabled), used when ``prometheus`` is set.
+    raw_query: RawQuerySettings = field(default_factory=RawQuerySettings)
 
 
 @asynccontextmanager
@@ -41,14 +50,17 @@ async def real_backends(config: BackendSettings) -> AsyncIterator[Backends]:
         stack.push_async_callback(store.aclose)
         backends = Backends(state=store)
         if config.kubernetes is not None:
-            backends.kubernetes = await stack.enter_async_context(
-                open_kubernetes(config.kubernetes)
+            kube = await stack.enter_async_context(open_kubernetes(config.kubernetes))
+            backends.kubernetes = kube
+            backends.pod_logs = PodLogSource.for_cluster(
+                kube, config.pod_logs, bounds=config.cloud_logging
             )
         if config.prometheus is not None:
             source = make_metrics_source(config.prometheus)
             stack.push_async_callback(source.aclose)
             backends.prometheus = source
             backends.metrics = PromGpuMetrics.from_settings(config.prometheus, source)
+            backends.raw_query = config.raw_query
         if config.cloud_logging is not None:
             logs = CloudLoggingSource(config.cloud_logging)
             stack.push_async_callback(logs.aclose)
@@ -73,7 +85,7 @@ class DemoSettings:
 # puts the twin into ``backends`` on its first call): called once after the history is
 # written, then on every tick.
 Mirror = Callable[[Simulation, Backends, float], Awaitable[None]]
-MIRRORS: tuple[Mirror, ...] = ()
+MIRRORS: tuple[Mirror, ...] = (mirror_kubernetes, mirror_logs, mirror_metrics)
 
 
 async def _mirror(sim: Simulation, backends: Backends, now: float) -> None:
@@ -126,5 +138,6 @@ async def demo_backends(demo: DemoSettings) -> AsyncIterator[Backends]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        await rec.close(1.0)  # stops its flusher task; the demo's writes need no drain
         await store.aclose()
         await writer.aclose()

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrl_inspect import settings
-from openrl_inspect.adapters import cloud_logging, kubernetes, prometheus
+from openrl_inspect.adapters import cloud_logging, kubernetes, kubernetes_logs, prometheus
+from openrl_inspect.adapters.prometheus_raw import load_raw_settings
 from openrl_inspect.adapters.redis_client import RedisSettings
 from openrl_inspect.backends import BackendSettings, DemoSettings, demo_backends, real_backends
 from openrl_inspect.context import Limits
@@ -90,6 +91,7 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
     kube = kubernetes.load_settings(env, kube_flags)
     prom = prometheus.load_settings(env, {"url": args.prometheus_url})
     logs = cloud_logging.load_settings(env, {"project": args.logging_project})
+    pod_logs = kubernetes_logs.load_settings(env)
     named = set(env)
     return BackendSettings(
         redis=redis,
@@ -98,6 +100,8 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
         if args.prometheus_url or "OPENRL_INSPECT_PROMETHEUS_URL" in named
         else None,
         cloud_logging=logs if logs.project else None,
+        pod_logs=pod_logs,
+        raw_query=load_raw_settings(env),
     )
 
 

@@ -9,8 +9,14 @@ import strawberry
 from openrl_inspect.adapters.cloud_logging import LogSource
 from openrl_inspect.adapters.gpu_metrics import GpuMetrics
 from openrl_inspect.adapters.kubernetes import KubernetesSource
+from openrl_inspect.adapters.kubernetes_logs import PodLogReader
 from openrl_inspect.adapters.prometheus import MetricsSource
+from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
+from openrl_inspect.adapters.redis_logs import RedisClientLogs
 from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.loaders.kubernetes import KubeLoaders
+from openrl_inspect.loaders.logs import LogLoaders
+from openrl_inspect.loaders.metrics import MetricsLoaders
 from openrl_inspect.loaders.state import StateLoaders
 
 
@@ -44,7 +50,11 @@ class Backends:
     metrics: GpuMetrics | None = None
     # The raw PromQL source behind ``metrics``, for the guarded raw-query field.
     prometheus: MetricsSource | None = None
+    # The guarded raw-query field's switch and caps (off by default).
+    raw_query: RawQuerySettings = field(default_factory=RawQuerySettings)
     logs: LogSource | None = None
+    # Pod logs from the Kubernetes API: the worker logs when Cloud Logging is not there.
+    pod_logs: PodLogReader | None = None
 
 
 @dataclass
@@ -52,12 +62,27 @@ class Context:
     backends: Backends
     loaders: StateLoaders
     limits: Limits
+    metrics: MetricsLoaders
+    kube: KubeLoaders
+    logs: LogLoaders
     # One "now" per request, so every derived age in an answer agrees.
     now: float = field(default_factory=time.time)
 
     @classmethod
     def build(cls, backends: Backends, limits: Limits) -> Context:
-        return cls(backends=backends, loaders=StateLoaders.build(backends.state), limits=limits)
+        return cls(
+            backends=backends,
+            loaders=StateLoaders.build(backends.state),
+            limits=limits,
+            metrics=MetricsLoaders.build(backends.metrics, backends.prometheus, backends.raw_query),
+            kube=KubeLoaders.build(backends.kubernetes),
+            logs=LogLoaders.build(
+                RedisClientLogs.of(backends.state),
+                backends.logs,
+                backends.pod_logs,
+                backends.kubernetes,
+            ),
+        )
 
 
 Info = strawberry.Info[Context, None]

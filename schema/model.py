@@ -10,6 +10,9 @@ from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.schema.common import ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.logs import ModelLogFields
+from openrl_inspect.schema.metrics import ModelMetricsFields
+from openrl_inspect.schema.model_cluster import ModelClusterFields
 from openrl_inspect.schema.summary import ModelSummaryFields
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON
@@ -29,7 +32,7 @@ PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.place
 
 
 @strawberry.type
-class Model(ModelSummaryFields):
+class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLogFields):
     id: strawberry.ID
     session_id: strawberry.ID
     base_model: str

@@ -6,11 +6,13 @@ from datetime import datetime
 
 import strawberry
 from openrl_inspect.schema.common import span, ts
+from openrl_inspect.schema.metrics import PlacementMetricsFields
+from openrl_inspect.schema.model_cluster import PlacementClusterFields
 from openrl_inspect.state.records import PlacementRecord
 
 
 @strawberry.type(description="A placement as recorded in Redis (history, not live state).")
-class Placement:
+class Placement(PlacementClusterFields, PlacementMetricsFields):
     id: strawberry.ID
     model_id: strawberry.ID
     workload: str = strawberry.field(description="The Kueue Workload's name.")

@@ -8,8 +8,10 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from openrl_inspect.context import Limits
+from openrl_inspect.schema.cluster_query import ClusterQuery
 from openrl_inspect.schema.cost import node_cost_limiter
 from openrl_inspect.schema.errors import CodedErrors
+from openrl_inspect.schema.metrics_query import MetricsQuery
 from openrl_inspect.schema.state_query import StateQuery
 from strawberry.extensions import (
     MaxAliasesLimiter,
@@ -20,7 +22,7 @@ from strawberry.tools import merge_types
 
 log = logging.getLogger("openrl_inspect.graphql")
 
-Query = merge_types("Query", (StateQuery,))
+Query = merge_types("Query", (StateQuery, ClusterQuery, MetricsQuery))
 
 
 class InspectorSchema(strawberry.Schema):

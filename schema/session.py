@@ -10,6 +10,8 @@ from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.schema.common import SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.logs import SessionLogFields
+from openrl_inspect.schema.metrics import SessionMetricsFields
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
 
@@ -20,7 +22,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.model")]
 
 
 @strawberry.type
-class Session:
+class Session(SessionMetricsFields, SessionLogFields):
     id: strawberry.ID
     owner: str
     client: JSON = strawberry.field(description="Client and SDK information it reported.")

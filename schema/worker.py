@@ -9,6 +9,8 @@ import strawberry
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.metrics import WorkerMetricsFields
+from openrl_inspect.schema.model_cluster import WorkerClusterFields
 from openrl_inspect.state.records import WorkerRecord
 from strawberry.scalars import JSON
 
@@ -19,7 +21,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.model")]
 
 
 @strawberry.type
-class Worker:
+class Worker(WorkerClusterFields, WorkerMetricsFields):
     id: strawberry.ID
     role: str = strawberry.field(description="trainer or sampler.")
     pod: str

@@ -63,6 +63,21 @@ def stage_all(sim: Simulation, now: float) -> None:
     rec.op_accepted(failed.id, oid, "forward_backward", failed.step, sid, at=t)
     rec.op_started(failed.id, oid, failed.workers[0][0], at=t + 0.1)
     rec.op_finished(failed.id, oid, status="failed", error=OOM, at=t + 0.9)
+    # What the client saw: the failed call, then giving up.
+    rec.client_log(
+        failed.id,
+        "ERROR",
+        "forward_backward failed: CUDA out of memory",
+        {"op_id": oid},
+        at=t + 1.2,
+    )
+    rec.client_log(
+        failed.id,
+        "WARNING",
+        "giving up after 1 attempt; model marked failed",
+        {"retries": 0},
+        at=t + 2.5,
+    )
     sim.heartbeat(failed, t + 1)
     sim.finish(failed, "failed", t + 2, reason=f"trainer exited: {OOM}")
     failed.heartbeats = False

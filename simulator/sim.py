@@ -64,6 +64,10 @@ class SimModel:
     saved: bool = False  # this step's checkpoint is written
     live: bool = True  # advanced by ``advance``; staged scenarios are not
     heartbeats: bool = True  # its workers keep heartbeating in live mode
+    # When it was created, placed and activated (read by the Kubernetes twin).
+    created_at: float = 0.0
+    placed_at: float | None = None
+    active_at: float | None = None
 
 
 class Simulation:
@@ -109,7 +113,7 @@ class Simulation:
         lora = {"rank": self.rng.choice([8, 16, 32]), "alpha": 32, "targets": ["q_proj", "v_proj"]}
         settings = {"learning_rate": 1e-4, "batch_size": self.rng.choice([32, 64, 128])}
         self.rec.model_created(mid, sid, base, lora, settings, at=at)
-        model = SimModel(mid, sid, live=live)
+        model = SimModel(mid, sid, live=live, created_at=at)
         model.end_after_steps = self.rng.randint(40, 160)
         self.models[mid] = model
         return model
@@ -140,6 +144,7 @@ class Simulation:
         )
         self.heartbeat(model, at, node.name)
         model.state = "placed"
+        model.placed_at = at
         return True
 
     def node_of(self, model: SimModel) -> str:
@@ -169,6 +174,7 @@ class Simulation:
     def activate(self, model: SimModel, at: float) -> None:
         self.rec.model_state(model.id, "active", at=at)
         model.state = "active"
+        model.active_at = at
         model.next_at = at
 
     def finish(self, model: SimModel, state: str, at: float, reason: str | None = None) -> None:

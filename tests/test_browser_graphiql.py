@@ -37,7 +37,13 @@ def test_graphiql_runs_a_query_with_nothing_loaded_from_outside(demo_url: str) -
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{demo_url}/api/v1/inspect/graphiql", wait_until="networkidle")
         page.wait_for_selector(".graphiql-container", timeout=15_000)
-        with page.expect_response(lambda r: r.url.endswith("/graphql") and r.request.method == "POST" and "sessions" in (r.request.post_data or "")) as resp_info:
+        with page.expect_response(
+            lambda r: (
+                r.url.endswith("/graphql")
+                and r.request.method == "POST"
+                and "sessions" in (r.request.post_data or "")
+            )
+        ) as resp_info:
             page.click(".graphiql-execute-button")
         body = json.loads(resp_info.value.text())
         page.wait_for_function(
