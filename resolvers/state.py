@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from openrl_inspect.adapters.errors import InvalidInput, NotFound
 from openrl_inspect.context import Context
+from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers.paging import Paged, paged
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
 from openrl_inspect.state.paging import ListRef, Position
@@ -17,6 +19,8 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+
+R = TypeVar("R")
 
 
 def _check_id(kind: str, ident: str) -> str:
@@ -32,18 +36,23 @@ def _ids(items: Sequence[Position]) -> list[str]:
 # -- root lookups -------------------------------------------------------------------------
 
 
-async def session(ctx: Context, sid: str) -> SessionRecord:
-    rec = await ctx.loaders.sessions.load(_check_id("session", sid))
+async def _by_id(kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R:
+    rec = await loader.load(_check_id(kind, ident))
     if rec is None:
-        raise NotFound("session", sid)
+        raise NotFound(kind, ident)
     return rec
+
+
+async def session(ctx: Context, sid: str) -> SessionRecord:
+    return await _by_id("session", sid, ctx.loaders.sessions)
 
 
 async def model(ctx: Context, mid: str) -> ModelRecord:
-    rec = await ctx.loaders.models.load(_check_id("model", mid))
-    if rec is None:
-        raise NotFound("model", mid)
-    return rec
+    return await _by_id("model", mid, ctx.loaders.models)
+
+
+async def worker(ctx: Context, wid: str) -> WorkerRecord:
+    return await _by_id("worker", wid, ctx.loaders.workers)
 
 
 async def op(ctx: Context, oid: str) -> OpRecord:
@@ -51,13 +60,6 @@ async def op(ctx: Context, oid: str) -> OpRecord:
     rec = await ctx.loaders.ops.load((mid, oid)) if mid else None
     if rec is None:
         raise NotFound("op", oid)
-    return rec
-
-
-async def worker(ctx: Context, wid: str) -> WorkerRecord:
-    rec = await ctx.loaders.workers.load(_check_id("worker", wid))
-    if rec is None:
-        raise NotFound("worker", wid)
     return rec
 
 
