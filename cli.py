@@ -70,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--redis-url", help="fill this Redis instead of an in-process fakeredis")
     demo.add_argument("--seed", type=int, help="simulation seed (default 7)")
 
+    track = sub.add_parser(
+        "track-placements",
+        help="record placements from Kueue Workloads into Redis (the writing side)",
+    )
+    track.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
+    track.add_argument("--redis-cluster", action="store_true", default=None)
+    track.add_argument("--in-cluster", action="store_true", default=None)
+    track.add_argument("--kubeconfig")
+    track.add_argument("--kube-context")
+    track.add_argument("--namespace", help="only Workloads of this namespace")
+    track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
+
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
     return parser
@@ -127,6 +139,9 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             sys.stdout.write(sdl)
         return 0
 
+    if args.command == "track-placements":
+        return _track(args, env)
+
     import uvicorn
     from openrl_inspect.app import PREFIX, create_app
 
@@ -151,6 +166,45 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     print(f"OpenRL Inspector ({args.command}) on {url}{PREFIX}/graphiql", flush=True)
     print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
     uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level)
+    return 0
+
+
+def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    import asyncio
+    import logging
+
+    from openrl_inspect import tracker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    redis = settings.load(
+        RedisSettings,
+        "OPENRL_INSPECT_REDIS_",
+        env,
+        {"url": args.redis_url, "cluster": args.redis_cluster},
+    )
+    kube = kubernetes.load_settings(
+        env,
+        {
+            "in_cluster": args.in_cluster,
+            "kubeconfig": args.kubeconfig,
+            "context": args.kube_context,
+        },
+    )
+    if not (kube.in_cluster or kube.kubeconfig):
+        print(
+            "openrl-inspect: track-placements needs --in-cluster or --kubeconfig", file=sys.stderr
+        )
+        return 2
+    config = settings.load(
+        tracker.TrackerSettings,
+        "OPENRL_INSPECT_TRACKER_",
+        env,
+        {"interval_s": args.interval, "namespace": args.namespace},
+    )
+    try:
+        asyncio.run(tracker.main(redis, kube, config))
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

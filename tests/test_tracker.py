@@ -1,0 +1,51 @@
+"""The placement tracker loop: Kubernetes twin in, placement history in Redis out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import fakeredis
+import pytest
+from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.context import Backends
+from openrl_inspect.recorder import AsyncRecorder
+from openrl_inspect.simulator import SimConfig
+from openrl_inspect.simulator.kube_twin import mirror_kubernetes
+from openrl_inspect.state.paging import ListRef, PageRequest
+from openrl_inspect.tracker import TrackerSettings, run_tracker
+from support.harness import populate
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tracker_records_what_kueue_admitted() -> None:
+    now = time.time()
+    sim = await populate(
+        fakeredis.FakeAsyncRedis(decode_responses=True), SimConfig(seed=21, scenarios=False), now
+    )
+    cluster = Backends(state=RedisStateStore.in_memory())
+    await mirror_kubernetes(sim, cluster, now)
+    assert cluster.kubernetes is not None
+
+    server = fakeredis.FakeServer()  # a fresh Redis: only the tracker writes here
+    recorder = AsyncRecorder(fakeredis.FakeAsyncRedis(server=server, decode_responses=True))
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run_tracker(cluster.kubernetes, recorder, TrackerSettings(interval_s=0.05), stop)
+    )
+    await asyncio.sleep(0.3)
+    stop.set()
+    await task
+    await recorder.close(1.0)
+
+    placed = [m for m in sim.models.values() if m.state in ("placed", "active")]
+    assert placed
+    store = RedisStateStore.in_memory(server)
+    got = await store.pages([PageRequest(ListRef("placements", (m.id,)), 10) for m in placed])
+    assert all(page.total == 1 for page in got)
+    records = await store.placements([(m.id, got[i].items[0].member) for i, m in enumerate(placed)])
+    for model, rec in zip(placed, records, strict=True):
+        assert rec is not None and rec.released_at is None
+        assert sorted(rec.gpu_ids) == sorted(g.uuid for g in sim.gpus_of(model))
+        assert sorted(rec.pods) == sorted(w[2] for w in model.workers)
