@@ -57,7 +57,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 import redis
 import redis.asyncio as aioredis
@@ -119,17 +119,18 @@ def _close_at_exit(rec: Recorder) -> None:
     rec.close(min(rec.settings.close_timeout_s, 5.0))
 
 
-class Recorder(RecorderBase):
-    """Synchronous recorder: a daemon thread flushes with a blocking client.
+C = TypeVar("C")
 
-    ``Recorder(client)`` uses the given client (``redis.Redis`` or ``redis.RedisCluster``;
-    give it socket timeouts); ``Recorder.from_settings(settings)`` builds its own. The
-    thread starts at once unless ``start=False`` (then only ``flush()`` writes).
+
+class _ClientRecorder(RecorderBase, Generic[C]):
+    """What both flushers share: the constructor, the client, the flush bookkeeping.
+
+    A subclass builds its own client (``_new_client``) and flusher (``_init_flusher``).
     """
 
     def __init__(
         self,
-        client: redis.Redis | redis.RedisCluster | None = None,
+        client: C | None = None,
         retention: Retention | None = None,
         *,
         settings: RecorderSettings | None = None,
@@ -148,14 +149,14 @@ class Recorder(RecorderBase):
             clock=clock,
         )
         self._owns_client = client is None
-        self._client = client if client is not None else _sync_client(self.settings)
-        self._io = threading.Lock()
-        self._wake_event = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._exit_hook: Callable[[], None] | None = None
-        if start:
-            self.start()
+        self._client: C = client if client is not None else self._new_client(self.settings)
+        self._init_flusher(start)
+
+    def _new_client(self, s: RecorderSettings) -> C:
+        raise NotImplementedError
+
+    def _init_flusher(self, start: bool) -> None:
+        raise NotImplementedError
 
     @classmethod
     def from_settings(
@@ -165,8 +166,45 @@ class Recorder(RecorderBase):
         *,
         worker: WorkerInfo | None = None,
         start: bool = True,
-    ) -> Recorder:
+    ) -> Self:
         return cls(None, retention, settings=settings, worker=worker, start=start)
+
+    def _flush_mark(self, timeout_s: float | None) -> tuple[int, int, float]:
+        """What a flush waits for: (records to settle, written before, deadline)."""
+        with self._lock:
+            target = self._taken + len(self._buf)
+            before = self._written
+        timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
+        return target, before, time.monotonic() + timeout
+
+    def _written_since(self, before: int) -> int:
+        with self._lock:
+            return self._written - before
+
+    def _close_deadline(self, timeout_s: float | None) -> float:
+        timeout = self.settings.close_timeout_s if timeout_s is None else timeout_s
+        return time.monotonic() + timeout
+
+
+class Recorder(_ClientRecorder[redis.Redis | redis.RedisCluster]):
+    """Synchronous recorder: a daemon thread flushes with a blocking client.
+
+    ``Recorder(client)`` uses the given client (``redis.Redis`` or ``redis.RedisCluster``;
+    give it socket timeouts); ``Recorder.from_settings(settings)`` builds its own. The
+    thread starts at once unless ``start=False`` (then only ``flush()`` writes).
+    """
+
+    def _new_client(self, s: RecorderSettings) -> redis.Redis | redis.RedisCluster:
+        return _sync_client(s)
+
+    def _init_flusher(self, start: bool) -> None:
+        self._io = threading.Lock()
+        self._wake_event = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._exit_hook: Callable[[], None] | None = None
+        if start:
+            self.start()
 
     def start(self) -> None:
         """Start the flusher thread (idempotent)."""
@@ -278,21 +316,16 @@ class Recorder(RecorderBase):
         written by then stay pending for the flusher. Never raises.
         """
         try:
-            with self._lock:
-                target = self._taken + len(self._buf)
-                before = self._written
-            timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
-            self._drain_bounded(target, time.monotonic() + timeout)
-            with self._lock:
-                return self._written - before
+            target, before, deadline = self._flush_mark(timeout_s)
+            self._drain_bounded(target, deadline)
+            return self._written_since(before)
         except Exception:
             log.exception("recorder: flush failed")
             return 0
 
     def close(self, timeout_s: float | None = None) -> RecorderStats:
         """Stop the flusher, write what is pending within ``timeout_s``, drop the rest."""
-        timeout = self.settings.close_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
+        deadline = self._close_deadline(timeout_s)
         try:
             if self._exit_hook is not None:
                 atexit.unregister(self._exit_hook)
@@ -311,7 +344,7 @@ class Recorder(RecorderBase):
         return self.stats()
 
 
-class AsyncRecorder(RecorderBase):
+class AsyncRecorder(_ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
     """Asyncio recorder: a task on the running loop flushes with redis.asyncio.
 
     The task starts when the recorder is made inside a running loop (or on ``start()``,
@@ -319,28 +352,10 @@ class AsyncRecorder(RecorderBase):
     be called from any thread.
     """
 
-    def __init__(
-        self,
-        client: aioredis.Redis | aioredis.RedisCluster | None = None,
-        retention: Retention | None = None,
-        *,
-        settings: RecorderSettings | None = None,
-        batch_size: int | None = None,
-        capacity: int | None = None,
-        worker: WorkerInfo | None = None,
-        clock: Callable[[], float] = time.time,
-        start: bool = True,
-    ) -> None:
-        super().__init__(
-            retention,
-            settings=settings,
-            batch_size=batch_size,
-            capacity=capacity,
-            worker=worker,
-            clock=clock,
-        )
-        self._owns_client = client is None
-        self._client = client if client is not None else _async_client(self.settings)
+    def _new_client(self, s: RecorderSettings) -> aioredis.Redis | aioredis.RedisCluster:
+        return _async_client(s)
+
+    def _init_flusher(self, start: bool) -> None:
         self._autostart = start
         self._io: asyncio.Lock | None = None
         self._wake_ev: asyncio.Event | None = None
@@ -353,17 +368,6 @@ class AsyncRecorder(RecorderBase):
                 pass
             else:
                 self.start()
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: RecorderSettings,
-        retention: Retention | None = None,
-        *,
-        worker: WorkerInfo | None = None,
-        start: bool = True,
-    ) -> AsyncRecorder:
-        return cls(None, retention, settings=settings, worker=worker, start=start)
 
     def _ensure_loop(self) -> asyncio.Lock:
         if self._io is None:
@@ -480,21 +484,16 @@ class AsyncRecorder(RecorderBase):
         try:
             if self._autostart:
                 self.start()
-            with self._lock:
-                target = self._taken + len(self._buf)
-                before = self._written
-            timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
-            await self._drain(target, time.monotonic() + timeout)
-            with self._lock:
-                return self._written - before
+            target, before, deadline = self._flush_mark(timeout_s)
+            await self._drain(target, deadline)
+            return self._written_since(before)
         except Exception:
             log.exception("recorder: flush failed")
             return 0
 
     async def close(self, timeout_s: float | None = None) -> RecorderStats:
         """Stop the flusher, write what is pending within ``timeout_s``, drop the rest."""
-        timeout = self.settings.close_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
+        deadline = self._close_deadline(timeout_s)
         try:
             self._begin_close()
             task, self._task = self._task, None

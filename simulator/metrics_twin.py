@@ -30,9 +30,8 @@ from __future__ import annotations
 import math
 import re
 import weakref
-import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from openrl_inspect.adapters import gpu_metrics as gm
@@ -49,121 +48,57 @@ from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
 from openrl_inspect.adapters.redis_state import StateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator.cluster import Gpu
-from openrl_inspect.simulator.sim import HEARTBEAT_EVERY_S, SimModel, Simulation
-from openrl_inspect.state.paging import ListRef, PageRequest
-from openrl_inspect.state.records import OpRecord, PlacementRecord, WorkerRecord
+from openrl_inspect.simulator.gpu_duty import (
+    FB_MIB,
+    HISTORY_S,
+    IDLE_DUTY,
+    JITTER,
+    KIND_DUTY,
+    OFF,
+    OTHER_DUTY,
+    PINNED_DUTY,
+    SCRAPE_S,
+    Bucket,
+    Labels,
+    State,
+    duty_of,
+    gpu_labels,
+    live_state,
+    noise,
+    vllm_stats,
+)
+from openrl_inspect.simulator.metrics_history import history_buckets, read_history
+from openrl_inspect.simulator.sim import Simulation
 
-SCRAPE_S = 15.0
-HISTORY_S = 2 * 3600.0
+__all__ = [
+    "FB_MIB",
+    "HISTORY_S",
+    "IDLE_DUTY",
+    "JITTER",
+    "KEPT",
+    "KIND_DUTY",
+    "OFF",
+    "OTHER_DUTY",
+    "PINNED_DUTY",
+    "SCRAPE_S",
+    "Bucket",
+    "DemoMetrics",
+    "Labels",
+    "State",
+    "duty_of",
+    "gpu_labels",
+    "history_buckets",
+    "live_state",
+    "mirror_metrics",
+    "noise",
+    "read_history",
+    "vllm_stats",
+]
+
 KEPT = int(HISTORY_S // SCRAPE_S)
 VLLM_KEPT = 40  # ten minutes of vLLM snapshots per pod
-# GR_ENGINE_ACTIVE while an op of this kind runs on the GPU's worker.
-KIND_DUTY = {
-    "forward_backward": 0.92,
-    "forward": 0.85,
-    "sample": 0.8,
-    "optim_step": 0.65,
-    "save_weights": 0.15,
-}
-OTHER_DUTY = 0.75
-IDLE_DUTY = 0.01  # a live worker between ops: CUDA context up, no kernels
-PINNED_DUTY = 1.0  # an op hung on a live worker (a collective spinning)
-JITTER = 0.04  # relative, on busy time only
-FB_MIB = {"trainer": 52_000.0, "sampler": 73_000.0}
 IDLE_W, MAX_W = 70.0, 700.0
-STALE_S = 30.0  # a worker silent this long is dead (as ``Limits.heartbeat_stale_s``)
 LOOKBACK_S = gm.LOOKBACK_S
-
-Labels = tuple[tuple[str, str], ...]
-
-
-def duty_of(kind: str) -> float:
-    return KIND_DUTY.get(kind, OTHER_DUTY)
-
-
-def noise(key: str, t: float) -> float:
-    """Deterministic noise in [-1, 1] for ``key`` at ``t``."""
-    return zlib.crc32(f"{key}:{t:.0f}".encode()) / 0xFFFFFFFF * 2 - 1
-
-
-def gpu_labels(gpu: Gpu) -> Labels:
-    return tuple(
-        sorted(
-            {
-                "UUID": gpu.uuid,
-                "Hostname": gpu.node,
-                "gpu": str(gpu.index),
-                "modelName": gpu.product,
-                "device": f"nvidia{gpu.index}",
-            }.items()
-        )
-    )
-
-
-@dataclass
-class Bucket:
-    """What happened on one GPU (or sampler pod) during one scrape interval."""
-
-    observed_s: float = 0.0  # time accounted for
-    alive_s: float = 0.0  # held by a live worker
-    busy_s: float = 0.0  # running an op (not hung)
-    busy_w: float = 0.0  # busy seconds weighted by the op kind's duty
-    pinned_s: float = 0.0  # under a hung op
-    fb_mib: float = 0.0  # the most memory a holder used
-
-    def add(self, seconds: float, state: State) -> None:
-        if seconds <= 0:
-            return
-        self.observed_s += seconds
-        if state.alive:
-            self.alive_s += seconds
-            self.fb_mib = max(self.fb_mib, state.fb_mib)
-        if state.pinned:
-            self.pinned_s += seconds
-        elif state.duty is not None:
-            self.busy_s += seconds
-            self.busy_w += seconds * state.duty
-
-    def duty(self, key: str, t: float) -> float:
-        if self.observed_s <= 0:
-            return 0.0
-        idle = max(0.0, self.alive_s - self.busy_s - self.pinned_s)
-        busy = self.busy_w * (1 + JITTER * noise(key, t))
-        value = (busy + self.pinned_s * PINNED_DUTY + idle * IDLE_DUTY) / self.observed_s
-        return min(1.0, max(0.0, value))
-
-    def busy_fraction(self) -> float:
-        if self.observed_s <= 0:
-            return 0.0
-        return min(1.0, (self.busy_s + self.pinned_s) / self.observed_s)
-
-
-@dataclass(frozen=True)
-class State:
-    """A GPU's (or pod's) state at one moment."""
-
-    alive: bool = False  # a live worker holds it
-    duty: float | None = None  # running an op of this duty
-    pinned: bool = False
-    fb_mib: float = 0.0
-
-
-OFF = State()
-
-
-def vllm_stats(bucket: Bucket) -> VllmStats | None:
-    """What vLLM reports over an interval in which it sampled ``busy_fraction``."""
-    if bucket.alive_s <= 0:
-        return None
-    f = bucket.busy_fraction()
-    return VllmStats(
-        requests_running=float(round(24 * f)),
-        requests_waiting=float(round(8 * f * f)),
-        kv_cache_usage=round(0.05 + 0.7 * f, 4),
-        generation_tokens_per_s=round(12_000.0 * f, 1),
-        ttft_p50_s=round(0.06 + 0.12 * f, 4),
-        ttft_p95_s=round(0.2 + 0.45 * f, 4),
-    )
 
 
 # ---------------------------------------------------------------- the demo's metrics
@@ -310,18 +245,6 @@ class DemoMetrics:
         return QueryResult("matrix", tuple(mat))
 
 
-def live_state(model: SimModel, role: str, stuck: bool) -> State:
-    if model.state not in ("placed", "active") or not model.heartbeats:
-        return OFF  # released, or its worker died (lost)
-    fb = FB_MIB.get(role, 0.0)
-    if stuck and role == "trainer":
-        return State(alive=True, pinned=True, fb_mib=fb)
-    op = model.current
-    if model.phase == "running" and op is not None and (op.kind == "sample") == (role == "sampler"):
-        return State(alive=True, duty=duty_of(op.kind), fb_mib=fb)
-    return State(alive=True, fb_mib=fb)
-
-
 def latest(buf: Sequence[tuple[float, float]], at: float) -> float | None:
     """The latest sample at or before ``at`` within the lookback (as Prometheus)."""
     for t, v in reversed(buf):
@@ -367,147 +290,6 @@ def match(labels: dict[str, str], name: str, op: str, value: str) -> bool:
     except re.error:
         return False
     return hit if op == "=~" else not hit
-
-
-# ---------------------------------------------------------------- history
-
-
-async def read_history(
-    store: StateStore, sim: Simulation
-) -> tuple[list[PlacementRecord], list[OpRecord], dict[str, WorkerRecord]]:
-    """The simulation's placements, ops and workers as written to Redis."""
-    mids = list(sim.models)
-    pages = await store.pages([PageRequest(ListRef("placements", (m,)), 100) for m in mids])
-    pkeys = [(m, p.member) for m, page in zip(mids, pages, strict=True) for p in page.items]
-    placements = [p for p in await store.placements(pkeys) if p is not None]
-    steps = await store.pages([PageRequest(ListRef("steps", (m,)), 200) for m in mids])
-    skeys = [(m, int(p.score)) for m, page in zip(mids, steps, strict=True) for p in page.items]
-    op_pages = await store.pages(
-        [PageRequest(ListRef("step_ops", (m, str(n))), 100, None, False) for m, n in skeys]
-    )
-    okeys = [
-        (m, p.member) for (m, _), page in zip(skeys, op_pages, strict=True) for p in page.items
-    ]
-    ops = [o for o in await store.ops(okeys) if o is not None]
-    wids = sorted({w[0] for model in sim.models.values() for w in model.workers})
-    workers = {w.id: w for w in await store.workers(wids) if w is not None}
-    return placements, ops, workers
-
-
-Buckets = dict[int, dict[str, Bucket]]
-
-
-def _spread(
-    buckets: Buckets,
-    key: str,
-    lo: float,
-    start: float,
-    end: float,
-    charge: Callable[[Bucket, float], None],
-) -> None:
-    """Charge each interval ``(lo + k S, lo + (k + 1) S]`` its overlap with
-    ``[start, end]`` (clipped at ``lo``)."""
-    start = max(start, lo)
-    if end <= start:
-        return
-    k = int((start - lo) // SCRAPE_S)
-    while lo + k * SCRAPE_S < end:
-        b0 = lo + k * SCRAPE_S
-        part = min(end, b0 + SCRAPE_S) - max(start, b0)
-        if part > 0:
-            charge(buckets.setdefault(k, {}).setdefault(key, Bucket()), part)
-        k += 1
-
-
-def _observe(b: Bucket, part: float) -> None:
-    b.observed_s += part
-
-
-def _alive(fb: float, observed: bool) -> Callable[[Bucket, float], None]:
-    def charge(b: Bucket, part: float) -> None:
-        if observed:
-            b.observed_s += part
-        b.alive_s += part
-        b.fb_mib = max(b.fb_mib, fb)
-
-    return charge
-
-
-def _busy(state: State) -> Callable[[Bucket, float], None]:
-    def charge(b: Bucket, part: float) -> None:
-        if state.pinned:
-            b.pinned_s += part
-        elif state.duty is not None:
-            b.busy_s += part
-            b.busy_w += part * state.duty
-
-    return charge
-
-
-def history_buckets(
-    sim: Simulation,
-    placements: Iterable[PlacementRecord],
-    ops: Iterable[OpRecord],
-    workers: dict[str, WorkerRecord],
-    now: float,
-) -> tuple[float, Buckets]:
-    """Per scrape interval (index k: ``(lo + k S, lo + (k + 1) S]``), per GPU
-    (``gpu:UUID``) and sampler pod (``pod:NAME``): what the recorded history says
-    happened, up to ``now``. Returns ``lo`` and the buckets."""
-    lo = math.floor(now / SCRAPE_S) * SCRAPE_S - HISTORY_S
-    buckets: Buckets = {}
-
-    def died(wid: str) -> float:
-        rec = workers.get(wid)
-        if rec is None or rec.last_heartbeat_at is None:
-            return math.inf
-        if now - rec.last_heartbeat_at <= STALE_S:
-            return math.inf
-        return rec.last_heartbeat_at + HEARTBEAT_EVERY_S
-
-    # Every GPU is observed all the time (and reports 0 while nobody holds it).
-    for node in sim.cluster.nodes:
-        for gpu in node.gpus:
-            _spread(buckets, "gpu:" + gpu.uuid, lo, lo, now, _observe)
-    # Who held which GPU (role, pod), from the placements, until its worker died.
-    by_worker: dict[str, tuple[str, str, list[str], str]] = {}
-    for model in sim.models.values():
-        for wid, role, pod, gpu_ids in model.workers:
-            by_worker[wid] = (role, pod, gpu_ids, model.id)
-    for p in placements:
-        if p.admitted_at is None:
-            continue
-        released = now if p.released_at is None else p.released_at
-        for wid, (role, pod, gpu_ids, mid) in by_worker.items():
-            if mid != p.model_id:
-                continue
-            until = min(released, died(wid), now)
-            fb = FB_MIB.get(role, 0.0)
-            for uuid in gpu_ids:
-                if uuid in p.gpu_ids:
-                    _spread(buckets, "gpu:" + uuid, lo, p.admitted_at, until, _alive(fb, False))
-            if role == "sampler" and pod:
-                _spread(buckets, "pod:" + pod, lo, p.admitted_at, until, _alive(fb, True))
-    # Ops: busy on their worker's GPUs while they ran; an op that never finished on a
-    # live worker is hung (pinned); on a dead one it ran until the worker died.
-    for op in ops:
-        if op.started_at is None or op.worker_id not in by_worker or op.worker_id is None:
-            continue
-        role, pod, gpu_ids, _mid = by_worker[op.worker_id]
-        dies = died(op.worker_id)
-        if op.finished_at is not None:
-            end, state = op.finished_at, State(duty=duty_of(op.kind))
-        elif math.isinf(dies):
-            end, state = now, State(pinned=True)
-        else:
-            end, state = dies, State(duty=duty_of(op.kind))
-        end = min(end, dies, now)
-        keys = ["gpu:" + u for u in gpu_ids]
-        if role == "sampler" and pod:
-            keys.append("pod:" + pod)
-        for key in keys:
-            _spread(buckets, key, lo, op.started_at, end, _busy(state))
-    return lo, buckets
 
 
 # ---------------------------------------------------------------- the mirror

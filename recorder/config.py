@@ -1,0 +1,75 @@
+"""The recorder's public records: its settings, who it writes for, and its counters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    """The telemetry writer. Env prefix ``OPENRL_INSPECT_RECORDER_``."""
+
+    url: str = "redis://127.0.0.1:6379/0"
+    cluster: bool = False
+    socket_timeout_s: float = 2.0
+    connect_timeout_s: float = 1.0
+    # Overall deadline of one pipeline attempt (asyncio; the sync client relies on the
+    # socket timeouts above).
+    attempt_timeout_s: float = 5.0
+    capacity: int = 100_000
+    shed_fraction: float = 0.5
+    batch_size: int = 512
+    flush_interval_s: float = 0.2
+    backoff_base_s: float = 0.05
+    backoff_cap_s: float = 5.0
+    heartbeat_every_s: float = 5.0
+    # Counters go to ``oi:recorder:<id>`` at most this often (and once more at close).
+    counters_every_s: float = 1.0
+    flush_timeout_s: float = 10.0
+    close_timeout_s: float = 5.0
+    # Write the counters to ``oi:recorder:<recorder id>`` with each pipeline.
+    publish_counters: bool = True
+    # Empty: ``<host>-<pid>-<random>``.
+    recorder_id: str = ""
+    # Sync recorder: flush (within ``close_timeout_s``) when the interpreter exits.
+    flush_at_exit: bool = True
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Who this process is, for the heartbeats the recorder sends on its own."""
+
+    id: str
+    role: str  # trainer | sampler
+    pod: str
+    node: str
+    model_id: str | None = None
+    gpu_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecorderStats:
+    """Exact counters: ``recorded == written + dropped + pending`` in every snapshot."""
+
+    recorder_id: str
+    recorded: int
+    written: int
+    dropped: int
+    pending: int
+    retried: int
+    batches: int
+    failed_attempts: int
+    dropped_by_reason: Mapping[str, int]
+    dropped_by_kind: Mapping[str, int]
+    connected: bool | None  # None before the first attempt
+    last_error: str | None  # the exception class of the last failed attempt
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "recorded": self.recorded,
+            "written": self.written,
+            "dropped": self.dropped,
+            "pending": self.pending,
+            "retried": self.retried,
+        }
