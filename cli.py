@@ -6,6 +6,7 @@ Settings come from the command line, then the environment, then defaults.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -201,10 +202,8 @@ def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         env,
         {"interval_s": args.interval, "namespace": args.namespace},
     )
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(tracker.main(redis, kube, config))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

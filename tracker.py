@@ -11,6 +11,7 @@ next sees the Workload gone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -59,10 +60,8 @@ async def run_tracker(
             await track_once(tracker, source, recorder, settings.namespace)
         except BackendError as exc:  # Kubernetes away: keep the cache, try again
             log.warning("placement tracking pass failed: %s (%s)", exc.message, exc.code)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), settings.interval_s)
-        except TimeoutError:
-            pass
 
 
 async def main(

@@ -15,14 +15,14 @@ from support.harness import app_client, gql, populate
 
 pytestmark = pytest.mark.anyio
 
-NOW = time.time()
-
 
 @pytest.fixture
 async def world() -> tuple[RedisStateStore, Simulation]:
     server = fakeredis.FakeServer()
     sim = await populate(
-        fakeredis.FakeAsyncRedis(server=server, decode_responses=True), SimConfig(seed=3), NOW
+        fakeredis.FakeAsyncRedis(server=server, decode_responses=True),
+        SimConfig(seed=3),
+        time.time(),
     )
     return RedisStateStore.in_memory(server), sim
 
