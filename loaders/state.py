@@ -7,10 +7,9 @@ however many keys a level of the query asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from openrl_inspect.adapters.redis_state import StateStore
-from openrl_inspect.loaders.batch import BatchLoader as DataLoader
+from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -22,30 +21,26 @@ from openrl_inspect.state.records import (
 )
 
 
-def _loader(fn: Any) -> Any:
-    return DataLoader(fn)
-
-
 @dataclass(frozen=True)
 class StateLoaders:
-    pages: DataLoader[PageRequest, Page]
-    sessions: DataLoader[str, SessionRecord | None]
-    models: DataLoader[str, ModelRecord | None]
-    steps: DataLoader[tuple[str, int], StepRecord | None]
-    ops: DataLoader[tuple[str, str], OpRecord | None]
-    op_models: DataLoader[str, str | None]
-    workers: DataLoader[str, WorkerRecord | None]
-    placements: DataLoader[tuple[str, str], PlacementRecord | None]
+    pages: BatchLoader[PageRequest, Page]
+    sessions: BatchLoader[str, SessionRecord | None]
+    models: BatchLoader[str, ModelRecord | None]
+    steps: BatchLoader[tuple[str, int], StepRecord | None]
+    ops: BatchLoader[tuple[str, str], OpRecord | None]
+    op_models: BatchLoader[str, str | None]
+    workers: BatchLoader[str, WorkerRecord | None]
+    placements: BatchLoader[tuple[str, str], PlacementRecord | None]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
         return cls(
-            pages=_loader(store.pages),
-            sessions=_loader(store.sessions),
-            models=_loader(store.models),
-            steps=_loader(store.steps),
-            ops=_loader(store.ops),
-            op_models=_loader(store.op_models),
-            workers=_loader(store.workers),
-            placements=_loader(store.placements),
+            pages=BatchLoader(store.pages),
+            sessions=BatchLoader(store.sessions),
+            models=BatchLoader(store.models),
+            steps=BatchLoader(store.steps),
+            ops=BatchLoader(store.ops),
+            op_models=BatchLoader(store.op_models),
+            workers=BatchLoader(store.workers),
+            placements=BatchLoader(store.placements),
         )
