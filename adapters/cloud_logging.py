@@ -47,7 +47,7 @@ from openrl_inspect.adapters.cloud_logging_types import (
     explorer_url,
     validate_query,
 )
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

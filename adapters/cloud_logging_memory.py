@@ -28,7 +28,7 @@ from openrl_inspect.adapters.cloud_logging_types import (
     LogQuery,
     validate_query,
 )
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.logfilter import check_severity, format_timestamp
 from openrl_inspect.adapters.logfilter_eval import compile_filter
 

@@ -34,7 +34,7 @@ from openrl_inspect.adapters.cloud_logging_types import (
     TruncationReason,
     explorer_url,
 )
-from openrl_inspect.adapters.errors import BackendProtocolError, InvalidInput
+from openrl_inspect.errors import BackendProtocolError, InvalidInput
 from openrl_inspect.adapters.logfilter import SEVERITIES, build_filter
 from openrl_inspect.adapters.logfilter_eval import parse_timestamp
 

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Protocol
 from urllib.parse import quote as url_quote
 
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.logfilter import (
     MAX_MODEL_PODS,
     check_label_key,

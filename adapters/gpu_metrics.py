@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeVar
 
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.prometheus import PrometheusSettings, Sample
 
 GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"

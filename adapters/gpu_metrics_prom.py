@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import anyio
 from openrl_inspect.adapters import promql
-from openrl_inspect.adapters.errors import InspectorError
+from openrl_inspect.errors import InspectorError
 from openrl_inspect.adapters.gpu_metrics import (
     CHART_METRICS,
     DUTY,

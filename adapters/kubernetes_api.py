@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 from kubernetes.aio import client as _kclient
 from kubernetes.aio import config as _kconfig
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

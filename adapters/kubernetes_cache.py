@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from openrl_inspect.adapters.errors import BackendError, BackendProtocolError, BackendUnavailable
+from openrl_inspect.errors import BackendError, BackendProtocolError, BackendUnavailable
 from openrl_inspect.adapters.kubernetes_api import (
     BACKEND,
     KubeApi,

@@ -43,7 +43,7 @@ from openrl_inspect.adapters.cloud_logging_types import (
     TruncationReason,
     validate_query,
 )
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendTimeout,
     InvalidInput,
     NotFound,

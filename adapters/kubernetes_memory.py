@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from openrl_inspect.adapters.errors import BackendError
+from openrl_inspect.errors import BackendError
 from openrl_inspect.adapters.kubernetes_queries import (
     CLAIMS,
     NODES,

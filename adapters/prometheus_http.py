@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 import httpx
 import orjson
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

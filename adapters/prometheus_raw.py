@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openrl_inspect.adapters.errors import BackendNotConfigured, InspectorError, InvalidInput
+from openrl_inspect.errors import BackendNotConfigured, InspectorError, InvalidInput
 from openrl_inspect.adapters.prometheus import (
     BACKEND,
     ENV_PREFIX,

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

@@ -29,7 +29,7 @@ from openrl_inspect.adapters.cloud_logging_types import (
     LogEntry,
     LogSourceKind,
 )
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.logfilter import SEVERITIES, check_severity, check_value
 from openrl_inspect.adapters.redis_client import Pipe, run
 from openrl_inspect.adapters.redis_state import RedisStateStore, StateStore

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
-from openrl_inspect.adapters.errors import BackendProtocolError, SchemaVersionError
+from openrl_inspect.errors import BackendProtocolError, SchemaVersionError
 from openrl_inspect.adapters.redis_client import (
     BACKEND,
     Pipe,

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from openrl_inspect.adapters.errors import BackendNotConfigured
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from openrl_inspect.adapters.cloud_logging import LogPage, LogQuery, LogSource
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendNotConfigured,
     InspectorError,

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from openrl_inspect.adapters.errors import BackendNotConfigured
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.adapters.gpu_metrics import (
     Activity,
     Duty,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from openrl_inspect.adapters.errors import InvalidInput, NotFound
+from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 from openrl_inspect.resolvers.log_args import LogArgs
 from openrl_inspect.state.keys import valid_id

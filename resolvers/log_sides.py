@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from openrl_inspect.adapters.cloud_logging import LogEntry, LogPage, LogQuery
-from openrl_inspect.adapters.errors import BackendNotConfigured
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.redis_logs import ClientLogRequest, ClientLogSlice
 from openrl_inspect.context import Context

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 from openrl_inspect.adapters.cloud_logging import LogEntry, LogPage, explorer_url
-from openrl_inspect.adapters.errors import BackendUnavailable, InvalidInput
+from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.logfilter import MAX_FILTER_CHARS
 from openrl_inspect.context import Context

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.gpu_metrics import (
     CHART_METRICS,
     MAX_WINDOW_S,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from openrl_inspect.adapters.errors import InvalidInput, NotFound
+from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.context import Context
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers.paging import Paged, paged

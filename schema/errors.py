@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from openrl_inspect.adapters.errors import BackendError, InspectorError
+from openrl_inspect.errors import BackendError, InspectorError
 from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("openrl_inspect.errors")

@@ -12,7 +12,7 @@ import binascii
 import json
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import fakeredis
 import pytest
 from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings, LogSourceKind
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.redis_logs import ClientLogRequest, RedisClientLogs
 from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings

@@ -22,7 +22,7 @@ from openrl_inspect.adapters.cloud_logging import (
     load_settings,
     wire_entry,
 )
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.cloud_logging import wire_entry
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.logfilter import (
     MAX_FILTER_CHARS,
     MAX_VALUE_CHARS,

@@ -24,7 +24,7 @@ from openrl_inspect.adapters.cloud_logging_paging import (
     fingerprint,
     to_log_entry,
 )
-from openrl_inspect.adapters.errors import BackendProtocolError, InvalidInput
+from openrl_inspect.errors import BackendProtocolError, InvalidInput
 from openrl_inspect.settings import SettingsError
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from typing import Any
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.errors import BackendUnavailable
+from openrl_inspect.errors import BackendUnavailable
 from openrl_inspect.adapters.kubernetes import MemoryKubernetesSource
 from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.context import Backends

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 from openrl_inspect.adapters.cloud_logging import LogQuery, LogSourceKind, TruncationReason
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openrl_inspect.adapters.errors import BackendUnavailable, InvalidInput
+from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.adapters.kubernetes import (
     DeviceKey,
     MemoryKubernetesSource,

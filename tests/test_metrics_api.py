@@ -662,7 +662,7 @@ def test_raw_settings_come_from_the_prometheus_prefix() -> None:
 
 
 def test_range_selectors_are_measured_outside_strings() -> None:
-    from openrl_inspect.adapters.errors import InvalidInput
+    from openrl_inspect.errors import InvalidInput
     from openrl_inspect.adapters.prometheus_raw import longest_range, parse_duration
 
     assert parse_duration("1h30m") == 5400 and parse_duration("90") == 90

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.errors import BackendTimeout, BackendUnavailable, InvalidInput
+from openrl_inspect.errors import BackendTimeout, BackendUnavailable, InvalidInput
 from openrl_inspect.adapters.gpu_metrics import GpuKey, HeldInterval
 from openrl_inspect.adapters.gpu_metrics_memory import InMemoryGpuMetrics
 from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters import gpu_metrics as gm
 from openrl_inspect.adapters import promql
-from openrl_inspect.adapters.errors import InvalidInput
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.adapters.gpu_metrics import GpuKey
 from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
 from openrl_inspect.adapters.prometheus import InMemoryMetricsSource, PrometheusSettings

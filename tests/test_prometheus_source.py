@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from openrl_inspect.adapters.errors import (
+from openrl_inspect.errors import (
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
