@@ -11,14 +11,21 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings, CloudLoggingSource
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.kubernetes import KubernetesSettings, open_kubernetes
-from openrl_inspect.adapters.kubernetes_logs import PodLogSettings, PodLogSource
-from openrl_inspect.adapters.prometheus import PrometheusSettings, make_metrics_source
-from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
-from openrl_inspect.adapters.redis_client import RedisSettings, connect
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
+from openrl_inspect.adapters.kubernetes import (
+    KubernetesSettings,
+    PodLogSettings,
+    PodLogSource,
+    open_kubernetes,
+)
+from openrl_inspect.adapters.logs import CloudLoggingSettings
+from openrl_inspect.adapters.prometheus import (
+    PrometheusSettings,
+    PromGpuMetrics,
+    RawQuerySettings,
+    make_metrics_source,
+)
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig, Simulation

@@ -13,10 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import openrl_inspect.adapters.cloud_logging as cloud_logging
+import openrl_inspect.adapters.kubernetes as kubernetes
+import openrl_inspect.adapters.prometheus as prometheus
 from openrl_inspect import settings
-from openrl_inspect.adapters import cloud_logging, kubernetes, kubernetes_logs, prometheus
-from openrl_inspect.adapters.prometheus_raw import load_raw_settings
-from openrl_inspect.adapters.redis_client import RedisSettings
+from openrl_inspect.adapters.prometheus import load_raw_settings
+from openrl_inspect.adapters.redis import RedisSettings
 from openrl_inspect.backends import BackendSettings, DemoSettings, demo_backends, real_backends
 from openrl_inspect.context import Limits
 
@@ -104,7 +106,7 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
     kube = kubernetes.load_settings(env, kube_flags)
     prom = prometheus.load_settings(env, {"url": args.prometheus_url})
     logs = cloud_logging.load_settings(env, {"project": args.logging_project})
-    pod_logs = kubernetes_logs.load_settings(env)
+    pod_logs = kubernetes.load_pod_log_settings(env)
     named = set(env)
     return BackendSettings(
         redis=redis,

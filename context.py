@@ -6,14 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 import strawberry
-from openrl_inspect.adapters.cloud_logging import LogSource
-from openrl_inspect.adapters.gpu_metrics import GpuMetrics
-from openrl_inspect.adapters.kubernetes import KubernetesSource
-from openrl_inspect.adapters.kubernetes_logs import PodLogReader
-from openrl_inspect.adapters.prometheus import MetricsSource
-from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
-from openrl_inspect.adapters.redis_logs import RedisClientLogs
-from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
+from openrl_inspect.adapters.logs import LogSource
+from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
+from openrl_inspect.adapters.redis import RedisClientLogs, StateStore
 from openrl_inspect.loaders.kubernetes import KubeLoaders
 from openrl_inspect.loaders.logs import LogLoaders
 from openrl_inspect.loaders.metrics import MetricsLoaders

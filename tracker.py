@@ -16,9 +16,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from openrl_inspect.errors import BackendError
 from openrl_inspect.adapters.kubernetes import KubernetesSettings, KubernetesSource, open_kubernetes
-from openrl_inspect.adapters.redis_client import RedisSettings, connect
+from openrl_inspect.adapters.redis import RedisSettings, connect
+from openrl_inspect.errors import BackendError
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.recorder.placements import PlacementTracker
 

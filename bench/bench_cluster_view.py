@@ -31,7 +31,7 @@ import fakeredis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kubernetes
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Limits
 from openrl_inspect.recorder import AsyncRecorder
 from support import kube_objects as ko

@@ -23,11 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.gpu_metrics import GpuKey
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import PrometheusSettings
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
+import openrl_inspect.adapters.prometheus._gpu as gm
+from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from support.prometheus_server import (
     OpenMetrics,
     PrometheusServer,

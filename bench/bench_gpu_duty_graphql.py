@@ -34,10 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gpu_duty import SPAN, _version, build, true_duty
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import PrometheusSettings
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.prometheus import PrometheusSettings, PromGpuMetrics
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings

@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
 from support.redis_server import RedisServer

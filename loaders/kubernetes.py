@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
@@ -27,6 +26,7 @@ from openrl_inspect.adapters.kubernetes import (
     SourceStatus,
     WorkloadRecord,
 )
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 
 K = TypeVar("K", bound=Hashable)

@@ -15,20 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from openrl_inspect.adapters.cloud_logging import LogPage, LogQuery, LogSource
+from openrl_inspect.adapters.kubernetes import KubernetesSource, ObjectKey, PodLogReader
+from openrl_inspect.adapters.logs import MAX_MODEL_PODS, LogPage, LogQuery, LogSource
+from openrl_inspect.adapters.redis import ClientLogReader, ClientLogRequest, ClientLogSlice
 from openrl_inspect.errors import (
     BackendError,
     BackendNotConfigured,
     InspectorError,
     InvalidInput,
-)
-from openrl_inspect.adapters.kubernetes import KubernetesSource, ObjectKey
-from openrl_inspect.adapters.kubernetes_logs import PodLogReader
-from openrl_inspect.adapters.logfilter import MAX_MODEL_PODS
-from openrl_inspect.adapters.redis_logs import (
-    ClientLogReader,
-    ClientLogRequest,
-    ClientLogSlice,
 )
 from openrl_inspect.loaders.batch import BatchLoader
 

@@ -19,20 +19,22 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from openrl_inspect.errors import BackendNotConfigured
-from openrl_inspect.adapters.gpu_metrics import (
+from openrl_inspect.adapters.prometheus import (
+    BACKEND,
     Activity,
     Duty,
     GpuKey,
     GpuMetrics,
     GpuSeries,
     HeldInterval,
+    MetricsSource,
     NodeDuty,
+    RawQuery,
+    RawQuerySettings,
     VllmStats,
+    gather,
 )
-from openrl_inspect.adapters.gpu_metrics_prom import gather
-from openrl_inspect.adapters.prometheus import BACKEND, MetricsSource
-from openrl_inspect.adapters.prometheus_raw import RawQuery, RawQuerySettings
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 
 K = TypeVar("K", bound=Hashable)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
@@ -30,6 +29,7 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.context import Context
+from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.state.keys import valid_id

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from openrl_inspect.adapters.cloud_logging import LogEntry
-from openrl_inspect.adapters.cloud_logging_paging import entry_size
+from openrl_inspect.adapters.logs import LogEntry, entry_size
 from openrl_inspect.resolvers.log_args import LogLimit
 from openrl_inspect.resolvers.log_sides import Key, Side, _ClientSide, _WorkerSide
 

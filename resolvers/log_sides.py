@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from openrl_inspect.adapters.cloud_logging import LogEntry, LogPage, LogQuery
-from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.adapters.kubernetes import ObjectKey
-from openrl_inspect.adapters.redis_logs import ClientLogRequest, ClientLogSlice
+from openrl_inspect.adapters.logs import LogEntry, LogPage, LogQuery
+from openrl_inspect.adapters.redis import ClientLogRequest, ClientLogSlice
 from openrl_inspect.context import Context
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead, first_error
 from openrl_inspect.resolvers.log_args import LogArgs, LogLimit
 from openrl_inspect.resolvers.log_cursor import _Resume

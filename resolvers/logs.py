@@ -20,11 +20,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
-from openrl_inspect.adapters.cloud_logging import LogEntry, LogPage, explorer_url
-from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.adapters.kubernetes import ObjectKey
-from openrl_inspect.adapters.logfilter import MAX_FILTER_CHARS
+from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, LogPage, explorer_url
 from openrl_inspect.context import Context
+from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend, first_error
 from openrl_inspect.resolvers import state as R
 from openrl_inspect.resolvers.log_args import (

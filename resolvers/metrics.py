@@ -19,8 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.gpu_metrics import (
+from openrl_inspect.adapters.prometheus import (
     CHART_METRICS,
     MAX_WINDOW_S,
     Activity,
@@ -29,12 +28,13 @@ from openrl_inspect.adapters.gpu_metrics import (
     GpuSeries,
     HeldInterval,
     NodeDuty,
+    RawAnswer,
     VllmStats,
     check_metric,
     check_window,
 )
-from openrl_inspect.adapters.prometheus_raw import RawAnswer
 from openrl_inspect.context import Context
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.resolvers import state as S
 from openrl_inspect.state.records import PlacementRecord
 

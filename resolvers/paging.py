@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from openrl_inspect.errors import InvalidInput
 from openrl_inspect.context import Context
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.state.paging import ListRef, PageRequest, Position, decode_cursor, encode_cursor
 
 R = TypeVar("R")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.context import Context
+from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers.paging import Paged, paged
 from openrl_inspect.state.keys import MODEL_STATES, valid_id

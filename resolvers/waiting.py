@@ -18,12 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from openrl_inspect.adapters.kubernetes import (
-    ClaimRecord,
-    Condition,
-    PodRecord,
-    WorkloadRecord,
-)
+from openrl_inspect.adapters.kubernetes import ClaimRecord, Condition, PodRecord, WorkloadRecord
 from openrl_inspect.state.records import ModelRecord
 
 WAITING_STATES = ("waiting", "placed")

@@ -7,12 +7,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 import strawberry
-from openrl_inspect.adapters.kubernetes import (
-    Condition,
-    KindStatus,
-    SourceStatus,
-    Taint,
-)
+from openrl_inspect.adapters.kubernetes import Condition, KindStatus, SourceStatus, Taint
 from openrl_inspect.resolvers.cluster import LivePage
 from openrl_inspect.schema.common import ts
 from openrl_inspect.schema.connection import Edge, PageInfo

@@ -7,12 +7,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.adapters.kubernetes import (
-    Admission,
-    PodSet,
-    PodSetAssignment,
-    WorkloadRecord,
-)
+from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import cluster as K
 from openrl_inspect.resolvers.waiting import WaitReason as WaitReasonRecord

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
-from openrl_inspect.adapters.cloud_logging import LogEntry as LogEntryRecord
+from openrl_inspect.adapters.logs import LogEntry as LogEntryRecord
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import logs as L
 from openrl_inspect.schema.common import as_json

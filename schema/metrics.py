@@ -15,9 +15,8 @@ from enum import Enum
 from typing import Annotated, Protocol, cast
 
 import strawberry
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.prometheus import Sample
-from openrl_inspect.adapters.prometheus_raw import RawAnswer
+from openrl_inspect.adapters import prometheus as gm
+from openrl_inspect.adapters.prometheus import RawAnswer, Sample
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers import metrics as M
 from openrl_inspect.schema.common import as_json, ts

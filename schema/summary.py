@@ -6,8 +6,8 @@ from datetime import datetime
 from enum import Enum
 
 import strawberry
-from openrl_inspect.errors import InvalidInput
 from openrl_inspect.context import Info
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.resolvers import state as S
 from openrl_inspect.resolvers import summary as R
 from openrl_inspect.schema.common import ts

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.gpu_metrics import VllmStats
+from openrl_inspect.adapters.prometheus import VllmStats
 from openrl_inspect.simulator.cluster import Gpu
 from openrl_inspect.simulator.sim import SimModel
 

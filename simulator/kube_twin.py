@@ -21,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import (
+    GPU_RESOURCE,
     MODEL_ID_LABEL,
+    NVIDIA_GPU_DRIVER,
     ROLE_LABEL,
     Admission,
     AllocatedDevice,
@@ -31,7 +33,6 @@ from openrl_inspect.adapters.kubernetes import (
     Condition,
     ContainerState,
     GpuDevice,
-    MemoryKubernetesSource,
     NodeRecord,
     PodRecord,
     PodResourceClaim,
@@ -41,7 +42,7 @@ from openrl_inspect.adapters.kubernetes import (
     Taint,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes_records import GPU_RESOURCE, NVIDIA_GPU_DRIVER
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation

@@ -28,12 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from openrl_inspect.adapters.cloud_logging import (
-    CloudLoggingSettings,
-    InMemoryLogSource,
-    wire_entry,
-)
-from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.adapters.logs import CloudLoggingSettings
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator.sim import SimModel, Simulation
 from openrl_inspect.state.paging import ListRef, PageRequest

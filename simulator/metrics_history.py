@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.simulator.gpu_duty import FB_MIB, HISTORY_S, SCRAPE_S, Bucket, State, duty_of
 from openrl_inspect.simulator.sim import HEARTBEAT_EVERY_S, Simulation
 from openrl_inspect.state.paging import ListRef, PageRequest

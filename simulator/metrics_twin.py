@@ -34,18 +34,20 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.gpu_metrics import VllmStats
-from openrl_inspect.adapters.gpu_metrics_memory import InMemoryGpuMetrics
+from openrl_inspect.adapters import prometheus as gm
 from openrl_inspect.adapters.prometheus import (
-    InMemoryMetricsSource,
-    QueryCall,
     QueryResult,
+    RawQuerySettings,
     Sample,
     Series,
+    VllmStats,
 )
-from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
-from openrl_inspect.adapters.redis_state import StateStore
+from openrl_inspect.adapters.prometheus.memory import (
+    InMemoryGpuMetrics,
+    InMemoryMetricsSource,
+    QueryCall,
+)
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator.cluster import Gpu
 from openrl_inspect.simulator.gpu_duty import (

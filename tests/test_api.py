@@ -8,7 +8,7 @@ from typing import Any
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.app import PREFIX
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client, gql, populate

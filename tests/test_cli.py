@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from openrl_inspect import settings
-from openrl_inspect.adapters.redis_client import RedisSettings
+from openrl_inspect.adapters.redis import RedisSettings
 from openrl_inspect.cli import ServerSettings, browsable_url, main
 
 

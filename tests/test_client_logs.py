@@ -7,10 +7,9 @@ from typing import Any
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings, LogSourceKind
+from openrl_inspect.adapters.logs import CloudLoggingSettings, LogSourceKind
+from openrl_inspect.adapters.redis import ClientLogRequest, RedisClientLogs, RedisStateStore
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.redis_logs import ClientLogRequest, RedisClientLogs
-from openrl_inspect.adapters.redis_state import RedisStateStore
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.state import keys
 

@@ -14,14 +14,11 @@ import anyio
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from openrl_inspect.adapters.cloud_logging import (
-    CloudLoggingSettings,
-    CloudLoggingSource,
-    LogPage,
-    LogQuery,
-    load_settings,
-    wire_entry,
-)
+from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
+from openrl_inspect.adapters.cloud_logging._client import load_settings
+from openrl_inspect.adapters.logs import CloudLoggingSettings, LogPage, LogQuery
+from openrl_inspect.adapters.logs._filter import tokenize
+from openrl_inspect.adapters.logs.memory import wire_entry
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
@@ -29,7 +26,6 @@ from openrl_inspect.errors import (
     BackendUnavailable,
     InvalidInput,
 )
-from openrl_inspect.adapters.logfilter import tokenize
 from openrl_inspect.settings import SettingsError
 from support.cloud_logging_samples import PROJECT, T0, expected, sample_rows
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
@@ -203,7 +199,7 @@ async def test_an_answer_dripping_in_still_times_out(
 ) -> None:
     # Every byte arrives well within the socket timeout, so only the answer's own
     # deadline (the backstop around the worker thread) can end the wait.
-    import openrl_inspect.adapters.cloud_logging as module
+    import openrl_inspect.adapters.cloud_logging._client as module
 
     monkeypatch.setattr(module, "_BACKSTOP_GRACE_S", 0.2)
     loaded.trickle_s = 0.05
@@ -231,7 +227,7 @@ async def test_a_refused_request_is_a_protocol_error(loaded: FakeCloudLogging) -
 async def test_a_refused_page_token_is_invalid_input(
     source: CloudLoggingSource, loaded: FakeCloudLogging
 ) -> None:
-    from openrl_inspect.adapters.cloud_logging_paging import Position, encode_cursor, fingerprint
+    from openrl_inspect.adapters.logs._paging import Position, encode_cursor, fingerprint
 
     page = await source.entries(replace(WINDOW, limit=2))
     forged = encode_cursor(fingerprint(page.filter, "timestamp asc"), Position("bm90LWEtdG9rZW4"))

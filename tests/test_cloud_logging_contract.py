@@ -10,16 +10,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from openrl_inspect.adapters.cloud_logging import (
+from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
+from openrl_inspect.adapters.logs import (
     CloudLoggingSettings,
-    CloudLoggingSource,
-    InMemoryLogSource,
     LogPage,
     LogQuery,
     LogSource,
     LogSourceKind,
     TruncationReason,
 )
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource
 from openrl_inspect.errors import InvalidInput
 from support.cloud_logging_samples import PROJECT, T0, Row, expected, sample_rows
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging

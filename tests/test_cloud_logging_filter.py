@@ -10,10 +10,8 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from openrl_inspect.adapters.cloud_logging import wire_entry
-from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.logfilter import (
-    MAX_FILTER_CHARS,
+from openrl_inspect.adapters.logs import MAX_FILTER_CHARS
+from openrl_inspect.adapters.logs._filter import (
     MAX_VALUE_CHARS,
     FilterSyntaxError,
     Token,
@@ -26,7 +24,9 @@ from openrl_inspect.adapters.logfilter import (
     time_window,
     tokenize,
 )
-from openrl_inspect.adapters.logfilter_eval import compile_filter
+from openrl_inspect.adapters.logs._filter_eval import compile_filter
+from openrl_inspect.adapters.logs.memory import wire_entry
+from openrl_inspect.errors import InvalidInput
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 END = START + timedelta(hours=1)

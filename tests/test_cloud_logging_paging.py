@@ -7,23 +7,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from openrl_inspect.adapters.cloud_logging import (
+from openrl_inspect.adapters.logs import (
     CloudLoggingSettings,
-    InMemoryLogSource,
     LogQuery,
     TruncationReason,
-    explorer_url,
-    wire_entry,
-)
-from openrl_inspect.adapters.cloud_logging_paging import (
-    Position,
     collect,
     cut,
-    decode_cursor,
-    encode_cursor,
-    fingerprint,
+    explorer_url,
     to_log_entry,
 )
+from openrl_inspect.adapters.logs._paging import Position, decode_cursor, encode_cursor, fingerprint
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.errors import BackendProtocolError, InvalidInput
 from openrl_inspect.settings import SettingsError
 

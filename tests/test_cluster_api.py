@@ -13,10 +13,10 @@ from typing import Any
 
 import fakeredis
 import pytest
-from openrl_inspect.errors import BackendUnavailable
-from openrl_inspect.adapters.kubernetes import MemoryKubernetesSource
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
+from openrl_inspect.errors import BackendUnavailable
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes
 from support.harness import app_client, gql, populate

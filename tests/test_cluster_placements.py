@@ -22,9 +22,9 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes_dra import parse_claim, parse_slice
-from openrl_inspect.adapters.kubernetes_parse import parse_pod, parse_time, parse_workload
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
+from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time, parse_workload
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.recorder.placements import PlacementTracker, derive_placement, placement_id

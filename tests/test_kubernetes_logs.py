@@ -15,24 +15,20 @@ from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
-from openrl_inspect.adapters.cloud_logging import LogQuery, LogSourceKind, TruncationReason
+from openrl_inspect.adapters.kubernetes import ObjectKey, PodLogSettings, PodLogSource
+from openrl_inspect.adapters.kubernetes import load_pod_log_settings as load_settings
+from openrl_inspect.adapters.kubernetes._api import create_api_client
+from openrl_inspect.adapters.kubernetes._parse import parse_pod
+from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS, parse_line
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+from openrl_inspect.adapters.logs import LogQuery, LogSourceKind, TruncationReason
+from openrl_inspect.adapters.logs._filter import tokenize
 from openrl_inspect.errors import (
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
     NotFound,
 )
-from openrl_inspect.adapters.kubernetes import MemoryKubernetesSource, ObjectKey
-from openrl_inspect.adapters.kubernetes_api import create_api_client
-from openrl_inspect.adapters.kubernetes_logs import (
-    LOG_READS,
-    PodLogSettings,
-    PodLogSource,
-    load_settings,
-    parse_line,
-)
-from openrl_inspect.adapters.kubernetes_parse import parse_pod
-from openrl_inspect.adapters.logfilter import tokenize
 from openrl_inspect.settings import SettingsError
 from support import pod_log_samples as S
 from support.fake_kube import FakeKube, fake_kube

@@ -9,23 +9,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openrl_inspect.errors import BackendUnavailable, InvalidInput
-from openrl_inspect.adapters.kubernetes import (
-    DeviceKey,
-    MemoryKubernetesSource,
-    ObjectKey,
-    PodRecord,
-)
-from openrl_inspect.adapters.kubernetes_dra import parse_claim, parse_slice
-from openrl_inspect.adapters.kubernetes_parse import (
+from openrl_inspect.adapters.kubernetes import DeviceKey, ObjectKey, PodRecord
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
+from openrl_inspect.adapters.kubernetes._parse import (
     parse_node,
     parse_pod,
     parse_quantity,
     parse_time,
     parse_workload,
 )
-from openrl_inspect.adapters.kubernetes_store import GpuIndex, pod_store
-from openrl_inspect.adapters.kubernetes_view import ClusterView
+from openrl_inspect.adapters.kubernetes._store import GpuIndex, pod_store
+from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from support import kube_objects as ko
 
 

@@ -19,16 +19,12 @@ from urllib.parse import unquote
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.cloud_logging import (
-    CloudLoggingSettings,
-    CloudLoggingSource,
-    InMemoryLogSource,
-    wire_entry,
-)
-from openrl_inspect.adapters.kubernetes_logs import PodLogSource
-from openrl_inspect.adapters.logfilter import SEVERITIES, tokenize
-from openrl_inspect.adapters.logfilter_eval import parse_timestamp
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
+from openrl_inspect.adapters.kubernetes import PodLogSource
+from openrl_inspect.adapters.logs import SEVERITIES, CloudLoggingSettings, parse_timestamp
+from openrl_inspect.adapters.logs._filter import tokenize
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.resolvers.logs import MAX_LOG_BYTES
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror

@@ -8,9 +8,9 @@ from typing import Any
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.cloud_logging import InMemoryLogSource, LogQuery
-from openrl_inspect.adapters.logfilter_eval import parse_timestamp
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.logs import LogQuery, parse_timestamp
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.backends import MIRRORS, DemoSettings, demo_backends
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation

@@ -17,15 +17,17 @@ from typing import Any
 
 import fakeredis
 import httpx
+import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.gpu_metrics import VllmStats
-from openrl_inspect.adapters.gpu_metrics_memory import InMemoryGpuMetrics
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import PrometheusSettings
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
-from openrl_inspect.adapters.prometheus_raw import RawQuerySettings
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.prometheus import (
+    PrometheusSettings,
+    PromGpuMetrics,
+    RawQuerySettings,
+    VllmStats,
+)
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from support.harness import app_client, gql
 from support.ports import free_port
@@ -647,7 +649,7 @@ async def test_model_sampling_and_worker_vllm(world: World) -> None:
 
 
 def test_raw_settings_come_from_the_prometheus_prefix() -> None:
-    from openrl_inspect.adapters.prometheus_raw import load_raw_settings
+    from openrl_inspect.adapters.prometheus._raw import load_raw_settings
 
     assert load_raw_settings({}).raw_query is False
     env = {
@@ -662,8 +664,8 @@ def test_raw_settings_come_from_the_prometheus_prefix() -> None:
 
 
 def test_range_selectors_are_measured_outside_strings() -> None:
+    from openrl_inspect.adapters.prometheus._raw import longest_range, parse_duration
     from openrl_inspect.errors import InvalidInput
-    from openrl_inspect.adapters.prometheus_raw import longest_range, parse_duration
 
     assert parse_duration("1h30m") == 5400 and parse_duration("90") == 90
     assert parse_duration("250ms") == 0.25 and parse_duration("2w") == 14 * 86400

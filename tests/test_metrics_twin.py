@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import fakeredis
+import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters.gpu_metrics_memory import InMemoryGpuMetrics
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import InMemoryMetricsSource, PrometheusSettings
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.prometheus import PrometheusSettings, PromGpuMetrics
+from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics, InMemoryMetricsSource
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation

@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
 import yaml  # type: ignore[import-untyped]
-from openrl_inspect.adapters import gpu_metrics as gm
 from support.prometheus_server import PROMTOOL, require_prometheus
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"

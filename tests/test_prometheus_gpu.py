@@ -14,14 +14,18 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import httpx
+import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
-from openrl_inspect.adapters import gpu_metrics as gm
+from openrl_inspect.adapters.prometheus import (
+    GpuKey,
+    HeldInterval,
+    PrometheusSettings,
+    PromGpuMetrics,
+    Sample,
+)
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics
 from openrl_inspect.errors import BackendTimeout, BackendUnavailable, InvalidInput
-from openrl_inspect.adapters.gpu_metrics import GpuKey, HeldInterval
-from openrl_inspect.adapters.gpu_metrics_memory import InMemoryGpuMetrics
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import PrometheusSettings, Sample
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
 from support.ports import free_port
 from support.prometheus_server import OpenMetrics, PrometheusServer, require_prometheus
 
@@ -537,7 +541,8 @@ def test_join_prefers_uuid_then_host() -> None:
 
 
 async def test_implementations_satisfy_the_protocols() -> None:
-    from openrl_inspect.adapters.prometheus import InMemoryMetricsSource, MetricsSource
+    from openrl_inspect.adapters.prometheus import MetricsSource
+    from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 
     settings = PrometheusSettings(url="http://127.0.0.1:1")
     real: gm.GpuMetrics = gm.make_gpu_metrics(settings)

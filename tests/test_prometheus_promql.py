@@ -11,16 +11,15 @@ from collections.abc import Iterator
 
 import anyio
 import httpx
+import openrl_inspect.adapters.prometheus._gpu as gm
+import openrl_inspect.adapters.prometheus._promql as promql
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openrl_inspect.adapters import gpu_metrics as gm
-from openrl_inspect.adapters import promql
+from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.gpu_metrics import GpuKey
-from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus import InMemoryMetricsSource, PrometheusSettings
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
 from support.prometheus_server import PrometheusServer, require_prometheus
 from support.promql_parse import ParseError, find_strings, parse_selector, read_string
 

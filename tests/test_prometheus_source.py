@@ -9,22 +9,16 @@ from typing import Any
 
 import httpx
 import pytest
+from openrl_inspect.adapters.prometheus import PrometheusSettings, QueryResult, Sample, Series
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.prometheus._source import load_settings
+from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource, QueryCall
 from openrl_inspect.errors import (
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
 )
-from openrl_inspect.adapters.prometheus import (
-    InMemoryMetricsSource,
-    PrometheusSettings,
-    QueryCall,
-    QueryResult,
-    Sample,
-    Series,
-    load_settings,
-)
-from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
 from support.ports import free_port
 from support.prometheus_server import (
     OpenMetrics,
@@ -168,8 +162,8 @@ def test_google_auth_is_not_imported_by_the_adapter() -> None:
     import subprocess
 
     code = (
-        "import sys, openrl_inspect.adapters.prometheus_http, "
-        "openrl_inspect.adapters.gpu_metrics_prom; "
+        "import sys, openrl_inspect.adapters.prometheus._http, "
+        "openrl_inspect.adapters.prometheus._gpu_prom; "
         "print('google.auth' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 import redis
-from openrl_inspect.adapters.redis_client import RedisSettings
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.recorder import (
     AsyncRecorder,
     Recorder,

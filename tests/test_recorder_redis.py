@@ -20,7 +20,7 @@ import anyio.lowlevel
 import pytest
 import redis
 import redis.asyncio as aioredis
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import (
     AsyncRecorder,
     Recorder,

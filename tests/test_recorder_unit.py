@@ -11,7 +11,7 @@ import pytest
 import redis.exceptions as rexc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import (
     AsyncRecorder,
     Recorder,

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from openrl_inspect.adapters.redis_client import RedisSettings, connect
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
 from openrl_inspect.app import PREFIX
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, gql, populate

@@ -7,7 +7,7 @@ import time
 
 import fakeredis
 import pytest
-from openrl_inspect.adapters.redis_state import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from openrl_inspect.adapters.cloud_logging import LogQuery, wire_entry
-from openrl_inspect.adapters.logfilter import SEVERITIES
+from openrl_inspect.adapters.logs import SEVERITIES, LogQuery
+from openrl_inspect.adapters.logs.memory import wire_entry
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "fake-project"

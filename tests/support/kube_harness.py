@@ -9,9 +9,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes import KubernetesSettings, open_kubernetes
-from openrl_inspect.adapters.kubernetes_api import KubeApi, create_api_client
-from openrl_inspect.adapters.kubernetes_source import KubernetesCacheSource
+from openrl_inspect.adapters.kubernetes import (
+    KubernetesCacheSource,
+    KubernetesSettings,
+    open_kubernetes,
+)
+from openrl_inspect.adapters.kubernetes._api import KubeApi, create_api_client
 
 from support.fake_kube import FakeKube, write_kubeconfig
 

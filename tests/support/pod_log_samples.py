@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from openrl_inspect.adapters.logfilter import SEVERITIES
+from openrl_inspect.adapters.logs import SEVERITIES
 
 from support import kube_objects as ko
 from support.fake_kube import FakeKube

@@ -1,6 +1,6 @@
 """The async read surface shared by the real source and the in-memory twin.
 
-``ViewQueries`` turns each protocol method into: which kinds it needs and how a direct
+``KubernetesSource`` turns each protocol method into: which kinds it needs and how a direct
 read could narrow them (a ``Selector``), then one query on a ``ClusterView``. A subclass
 only decides where the view comes from (``_resolve``): the watch cache, a bounded direct
 read for a kind not yet synced, or records set by a test.
@@ -8,12 +8,13 @@ read for a kind not yet synced, or records set by a test.
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     MODEL_ID_LABEL,
     ClaimRecord,
     DeviceKey,
@@ -25,7 +26,7 @@ from openrl_inspect.adapters.kubernetes_records import (
     SourceStatus,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes_view import ClusterView, check_limit
+from openrl_inspect.adapters.kubernetes._view import ClusterView, check_limit
 
 T = TypeVar("T")
 
@@ -97,14 +98,24 @@ class Resolved:
         return [self.one(listing) for listing in listings]
 
 
-class ViewQueries:
-    """Implements the ``KubernetesSource`` reads over ``_resolve``."""
+class KubernetesSource(abc.ABC):
+    """Read-only access to the cluster objects the inspector shows.
 
-    async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
-        raise NotImplementedError
+    The one abstract source: the watch-cache source and the in-memory twin subclass it
+    and decide only where a ``ClusterView`` comes from (``_resolve``) and what
+    ``status`` says. Every read below is shared, so adding a read is one method here,
+    one on ``ClusterView``, and its loader.
 
-    async def status(self) -> SourceStatus:
-        raise NotImplementedError
+    Errors: ``BackendUnavailable`` / ``BackendTimeout`` / ``BackendProtocolError`` (backend
+    ``"kubernetes"``) when an answer needs the API server and it fails; ``InvalidInput``
+    for a negative limit. In steady state no read reaches the API server.
+    """
+
+    @abc.abstractmethod
+    async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved: ...
+
+    @abc.abstractmethod
+    async def status(self) -> SourceStatus: ...
 
     # --- pods ---------------------------------------------------------------------------
 

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openrl_inspect.errors import BackendNotConfigured, InspectorError, InvalidInput
-from openrl_inspect.adapters.prometheus import (
+from openrl_inspect.adapters.prometheus._source import (
     BACKEND,
     ENV_PREFIX,
     MetricsSource,
@@ -36,6 +35,7 @@ from openrl_inspect.adapters.prometheus import (
     Series,
     cap_series,
 )
+from openrl_inspect.errors import BackendNotConfigured, InspectorError, InvalidInput
 from openrl_inspect.settings import load
 
 # A clock may run a little ahead of Prometheus': evaluation times this far past "now"

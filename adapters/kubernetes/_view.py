@@ -12,8 +12,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     ClaimRecord,
     DeviceKey,
     GpuDevice,
@@ -23,7 +22,7 @@ from openrl_inspect.adapters.kubernetes_records import (
     PodRecord,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes_store import (
+from openrl_inspect.adapters.kubernetes._store import (
     Keyed,
     SliceStore,
     Store,
@@ -33,6 +32,7 @@ from openrl_inspect.adapters.kubernetes_store import (
     slice_store,
     workload_store,
 )
+from openrl_inspect.errors import InvalidInput
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Keyed)

@@ -1,4 +1,7 @@
-"""``InMemoryGpuMetrics``: the twin of ``PromGpuMetrics`` for the demo and unit tests.
+"""The in-memory twins of the Prometheus adapter, for the demo and unit tests.
+
+``InMemoryGpuMetrics`` is the twin of ``PromGpuMetrics``; ``InMemoryMetricsSource`` the
+twin of ``HttpMetricsSource`` (answers from a responder, records every call).
 
 It holds DCGM series (metric, exporter labels, samples) and answers with the same
 semantics as the PromQL the real one issues: the same series selection (``UUID`` set,
@@ -15,8 +18,9 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from openrl_inspect.adapters.gpu_metrics import (
+from openrl_inspect.adapters.prometheus._gpu import (
     CHART_METRICS,
     DUTY,
     DUTY_METRICS,
@@ -46,7 +50,13 @@ from openrl_inspect.adapters.gpu_metrics import (
     summarize_xid,
     time_weighted_activity,
 )
-from openrl_inspect.adapters.prometheus import Sample
+from openrl_inspect.adapters.prometheus._source import (
+    QueryResult,
+    ResultType,
+    Sample,
+    cap_series,
+    check_range,
+)
 
 Ref = str | tuple[str, str]
 
@@ -323,3 +333,61 @@ class InMemoryGpuMetrics:
             snaps = [s for t, s in self._vllm.get(pod, []) if now - w < t <= now]
             out.append(snaps[-1] if snaps else None)
         return out
+
+
+@dataclass(frozen=True)
+class QueryCall:
+    """One call seen by :class:`InMemoryMetricsSource`; ``start``/``end``/``step`` are
+    None for an instant query (whose time is ``start``)."""
+
+    kind: Literal["instant", "range"]
+    query: str
+    start: float | None
+    end: float | None = None
+    step: float | None = None
+
+
+Responder = Callable[[QueryCall], QueryResult]
+
+
+@dataclass
+class InMemoryMetricsSource:
+    """The twin of ``HttpMetricsSource``: answers from ``responder`` (empty results if
+    none) and records every call. It does not evaluate PromQL; the GPU layer has its
+    own twin (``InMemoryGpuMetrics`` above) that holds samples instead of queries."""
+
+    responder: Responder | None = None
+    max_series: int = 20_000
+    max_samples: int = 500_000
+    calls: list[QueryCall] = field(default_factory=list)
+    closed: bool = False
+
+    def _answer(self, call: QueryCall, empty: ResultType) -> QueryResult:
+        self.calls.append(call)
+        if self.responder is None:
+            return QueryResult(empty, ())
+        result = self.responder(call)
+        capped = cap_series(
+            result.result_type,
+            list(result.series),
+            self.max_series,
+            self.max_samples,
+            result.warnings,
+        )
+        return QueryResult(
+            capped.result_type,
+            capped.series,
+            capped.series_truncated or result.series_truncated,
+            capped.samples_truncated or result.samples_truncated,
+            capped.warnings,
+        )
+
+    async def instant(self, query: str, at: float | None = None) -> QueryResult:
+        return self._answer(QueryCall("instant", query, at), "vector")
+
+    async def range(self, query: str, start: float, end: float, step: float) -> QueryResult:
+        check_range(start, end, step)
+        return self._answer(QueryCall("range", query, start, end, step), "matrix")
+
+    async def aclose(self) -> None:
+        self.closed = True

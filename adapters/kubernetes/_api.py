@@ -11,68 +11,61 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
-from kubernetes.aio import client as _kclient
-from kubernetes.aio import config as _kconfig
+from openrl_inspect.adapters.kubernetes._resources import (
+    BACKEND,
+    KUEUE_GROUP,
+    NODES,
+    PODS,
+    RESOURCE_SLICES,
+    WORKLOADS,
+    WatchedResource,
+)
+from openrl_inspect.adapters.kubernetes._settings import DRA_VERSIONS, KubernetesSettings
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
 )
-from openrl_inspect.adapters.kubernetes_settings import DRA_VERSIONS, KubernetesSettings
 
 log = logging.getLogger(__name__)
 
+
 # The SDK is only partly annotated (untyped functions, ``Any`` results): it is used as
 # ``Any`` here, at the one boundary, and nothing typed from it leaves this module.
-kclient: Any = _kclient
-kconfig: Any = _kconfig
+# Imported on first use, when a Kubernetes backend opens: the SDK takes about a second
+# to import, and nothing else (the CLI's help, the demo, the resolvers) needs it.
+class _OnFirstUse:
+    def __init__(self, module: str) -> None:
+        self._name = module
+        self._module: Any = None
 
-BACKEND = "kubernetes"
-KUEUE_GROUP = "kueue.x-k8s.io"
-DRA_GROUP = "resource.k8s.io"
-
-
-@dataclass(frozen=True, slots=True)
-class WatchedResource:
-    """A resource the adapter lists and watches; ``kind`` names it everywhere else."""
-
-    group: str
-    resource: str
-    namespaced: bool
-
-    @property
-    def kind(self) -> str:
-        return self.resource
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
 
 
-PODS = WatchedResource("", "pods", namespaced=True)
-NODES = WatchedResource("", "nodes", namespaced=False)
-WORKLOADS = WatchedResource(KUEUE_GROUP, "workloads", namespaced=True)
-RESOURCE_SLICES = WatchedResource(DRA_GROUP, "resourceslices", namespaced=False)
-RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
+if TYPE_CHECKING:
+    import aiohttp
+else:
+    aiohttp = _OnFirstUse("aiohttp")
+kclient: Any = _OnFirstUse("kubernetes.aio.client")
+kconfig: Any = _OnFirstUse("kubernetes.aio.config")
 
-#: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
-WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
-    PODS,
-    NODES,
-    WORKLOADS,
-    RESOURCE_SLICES,
-    RESOURCE_CLAIMS,
-)
-READ_VERBS = ("get", "list", "watch")
-_DRA_APIS: dict[str, Any] = {
-    "v1": kclient.ResourceV1Api,
-    "v1beta2": kclient.ResourceV1beta2Api,
-    "v1beta1": kclient.ResourceV1beta1Api,
+
+_DRA_APIS: dict[str, str] = {
+    "v1": "ResourceV1Api",
+    "v1beta2": "ResourceV1beta2Api",
+    "v1beta1": "ResourceV1beta1Api",
 }
 
 
@@ -233,7 +226,7 @@ class KubeApi:
                 else custom.list_custom_object_for_all_namespaces_without_preload_content
             )
         else:
-            dra = _DRA_APIS[await self.dra_version()](self.client)
+            dra = getattr(kclient, _DRA_APIS[await self.dra_version()])(self.client)
             if resource is RESOURCE_SLICES:
                 call = dra.list_resource_slice_without_preload_content
             elif ns:

@@ -27,17 +27,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from openrl_inspect.adapters.kubernetes._api import KubeApi, NotServed, ResourceExpired
+from openrl_inspect.adapters.kubernetes._parse import object_key, resource_version
+from openrl_inspect.adapters.kubernetes._records import KindStatus
+from openrl_inspect.adapters.kubernetes._resources import BACKEND, WatchedResource
+from openrl_inspect.adapters.kubernetes._store import Keyed, Store
 from openrl_inspect.errors import BackendError, BackendProtocolError, BackendUnavailable
-from openrl_inspect.adapters.kubernetes_api import (
-    BACKEND,
-    KubeApi,
-    NotServed,
-    ResourceExpired,
-    WatchedResource,
-)
-from openrl_inspect.adapters.kubernetes_parse import object_key, resource_version
-from openrl_inspect.adapters.kubernetes_records import KindStatus
-from openrl_inspect.adapters.kubernetes_store import Keyed, Store
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes_parse import (
+from openrl_inspect.adapters.kubernetes._parse import (
     Json,
     _int,
     _list,
@@ -20,7 +20,7 @@ from openrl_inspect.adapters.kubernetes_parse import (
     parse_quantity,
     parse_time,
 )
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     AllocatedDevice,
     ClaimConsumer,
     ClaimRecord,

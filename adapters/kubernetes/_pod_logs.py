@@ -33,30 +33,31 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from openrl_inspect.adapters.cloud_logging_memory import InMemoryLogSource, wire_entry
-from openrl_inspect.adapters.cloud_logging_types import (
+from openrl_inspect.adapters.kubernetes._api import (
+    check_status,
+    kclient,
+    translate,
+)
+from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
+from openrl_inspect.adapters.kubernetes._records import ObjectKey, PodRecord
+from openrl_inspect.adapters.kubernetes._resources import BACKEND
+from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource
+from openrl_inspect.adapters.logs import (
     CloudLoggingSettings,
     LogPage,
     LogQuery,
     LogSource,
     LogSourceKind,
     TruncationReason,
+    parse_timestamp,
     validate_query,
 )
+from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.errors import (
     BackendTimeout,
     InvalidInput,
     NotFound,
 )
-from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, KubernetesSource
-from openrl_inspect.adapters.kubernetes_api import (
-    BACKEND,
-    check_status,
-    kclient,
-    translate,
-)
-from openrl_inspect.adapters.kubernetes_records import ObjectKey, PodRecord
-from openrl_inspect.adapters.logfilter_eval import parse_timestamp
 from openrl_inspect.settings import SettingsError, load
 
 __all__ = [
@@ -65,7 +66,7 @@ __all__ = [
     "PodLogReader",
     "PodLogSettings",
     "PodLogSource",
-    "load_settings",
+    "load_pod_log_settings",
     "parse_line",
 ]
 
@@ -127,7 +128,7 @@ class PodLogSettings:
                 raise SettingsError(f"{ENV_PREFIX}CONTAINERS: {container[:64]!r} is not a name")
 
 
-def load_settings(
+def load_pod_log_settings(
     environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
 ) -> PodLogSettings:
     return load(PodLogSettings, ENV_PREFIX, environ, overrides)

@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     GPU_RESOURCE,
     MODEL_ID_LABEL,
     ROLE_LABEL,

@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     ClaimRecord,
     DeviceKey,
     GpuDevice,

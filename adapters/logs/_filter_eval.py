@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from openrl_inspect.adapters.logfilter import SEVERITIES, FilterSyntaxError, Token, tokenize
+from openrl_inspect.adapters.logs._filter import SEVERITIES, FilterSyntaxError, Token, tokenize
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 

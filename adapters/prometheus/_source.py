@@ -1,16 +1,16 @@
-"""Prometheus, read-only: settings, result records, the ``MetricsSource`` protocol,
-its in-memory twin and the factory.
+"""Prometheus, read-only: settings, result records, the ``MetricsSource`` protocol and
+the factory.
 
 The real implementation (``HttpMetricsSource``, Prometheus HTTP API over httpx) lives in
-``prometheus_http``; the GPU layer above it (DCGM exporter and vLLM metrics) lives in
-``gpu_metrics``. Every result is capped in series and samples and says when it was cut.
+``_http``; the GPU layer above it (DCGM exporter and vLLM metrics) in ``_gpu``.
+Every result is capped in series and samples and says when it was cut.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from openrl_inspect.errors import InvalidInput
@@ -164,66 +164,8 @@ class MetricsSource(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class QueryCall:
-    """One call seen by :class:`InMemoryMetricsSource`; ``start``/``end``/``step`` are
-    None for an instant query (whose time is ``start``)."""
-
-    kind: Literal["instant", "range"]
-    query: str
-    start: float | None
-    end: float | None = None
-    step: float | None = None
-
-
-Responder = Callable[[QueryCall], QueryResult]
-
-
-@dataclass
-class InMemoryMetricsSource:
-    """The twin of ``HttpMetricsSource``: answers from ``responder`` (empty results if
-    none) and records every call. It does not evaluate PromQL; the GPU layer has its
-    own twin (``gpu_metrics_memory``) that holds samples instead of queries."""
-
-    responder: Responder | None = None
-    max_series: int = 20_000
-    max_samples: int = 500_000
-    calls: list[QueryCall] = field(default_factory=list)
-    closed: bool = False
-
-    def _answer(self, call: QueryCall, empty: ResultType) -> QueryResult:
-        self.calls.append(call)
-        if self.responder is None:
-            return QueryResult(empty, ())
-        result = self.responder(call)
-        capped = cap_series(
-            result.result_type,
-            list(result.series),
-            self.max_series,
-            self.max_samples,
-            result.warnings,
-        )
-        return QueryResult(
-            capped.result_type,
-            capped.series,
-            capped.series_truncated or result.series_truncated,
-            capped.samples_truncated or result.samples_truncated,
-            capped.warnings,
-        )
-
-    async def instant(self, query: str, at: float | None = None) -> QueryResult:
-        return self._answer(QueryCall("instant", query, at), "vector")
-
-    async def range(self, query: str, start: float, end: float, step: float) -> QueryResult:
-        check_range(start, end, step)
-        return self._answer(QueryCall("range", query, start, end, step), "matrix")
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
 def make_metrics_source(settings: PrometheusSettings) -> MetricsSource:
     """The real source for ``settings`` (it owns an ``httpx.AsyncClient``; ``aclose`` it)."""
-    from openrl_inspect.adapters.prometheus_http import HttpMetricsSource
+    from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 
     return HttpMetricsSource(settings)

@@ -24,14 +24,7 @@ import anyio
 import anyio.to_thread
 import httpx
 import orjson
-from openrl_inspect.errors import (
-    BackendError,
-    BackendProtocolError,
-    BackendTimeout,
-    BackendUnavailable,
-    InvalidInput,
-)
-from openrl_inspect.adapters.prometheus import (
+from openrl_inspect.adapters.prometheus._source import (
     BACKEND,
     PrometheusSettings,
     QueryResult,
@@ -40,6 +33,13 @@ from openrl_inspect.adapters.prometheus import (
     Series,
     cap_series,
     check_range,
+)
+from openrl_inspect.errors import (
+    BackendError,
+    BackendProtocolError,
+    BackendTimeout,
+    BackendUnavailable,
+    InvalidInput,
 )
 
 GOOGLE_SCOPE = "https://www.googleapis.com/auth/monitoring.read"

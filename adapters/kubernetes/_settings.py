@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openrl_inspect import settings as settings_module
-from openrl_inspect.adapters.kubernetes_records import NVIDIA_GPU_DRIVER
+from openrl_inspect.adapters.kubernetes._records import NVIDIA_GPU_DRIVER
 from openrl_inspect.settings import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"

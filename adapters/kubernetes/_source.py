@@ -15,7 +15,18 @@ import functools
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes_api import (
+from openrl_inspect.adapters.kubernetes._api import (
+    KubeApi,
+    NotServed,
+    create_api_client,
+    refresh_credentials,
+)
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
+from openrl_inspect.adapters.kubernetes._informer import Informer
+from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_workload
+from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
+from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
+from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     NODES,
     PODS,
@@ -23,19 +34,10 @@ from openrl_inspect.adapters.kubernetes_api import (
     RESOURCE_SLICES,
     WATCHED_RESOURCES,
     WORKLOADS,
-    KubeApi,
-    NotServed,
     WatchedResource,
-    create_api_client,
-    refresh_credentials,
 )
-from openrl_inspect.adapters.kubernetes_cache import Informer
-from openrl_inspect.adapters.kubernetes_dra import parse_claim, parse_slice
-from openrl_inspect.adapters.kubernetes_parse import parse_node, parse_pod, parse_workload
-from openrl_inspect.adapters.kubernetes_queries import Resolved, Selector, ViewQueries
-from openrl_inspect.adapters.kubernetes_records import KindStatus, SourceStatus
-from openrl_inspect.adapters.kubernetes_settings import KubernetesSettings
-from openrl_inspect.adapters.kubernetes_store import (
+from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings
+from openrl_inspect.adapters.kubernetes._store import (
     Store,
     claim_store,
     node_store,
@@ -43,7 +45,7 @@ from openrl_inspect.adapters.kubernetes_store import (
     slice_store,
     workload_store,
 )
-from openrl_inspect.adapters.kubernetes_view import ClusterView
+from openrl_inspect.adapters.kubernetes._view import ClusterView
 
 # kind -> (ClusterView field, empty store factory)
 _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
@@ -57,7 +59,7 @@ _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
 
 
-class KubernetesCacheSource(ViewQueries):
+class KubernetesCacheSource(KubernetesSource):
     """Informer-backed ``KubernetesSource``. Open it with ``open_kubernetes``."""
 
     def __init__(self, api: KubeApi, credentials_loader: Any = None) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from openrl_inspect.adapters.gpu_metrics import (
+from openrl_inspect.adapters.prometheus._gpu import (
     VLLM_GENERATION_TOKENS,
     VLLM_KV_CACHE,
     VLLM_KV_CACHE_OLD,
@@ -26,7 +26,7 @@ from openrl_inspect.adapters.gpu_metrics import (
     VLLM_TTFT_BUCKET,
     VLLM_WAITING,
 )
-from openrl_inspect.adapters.promql import Matcher, eq, in_set, quote, selector
+from openrl_inspect.adapters.prometheus._promql import Matcher, eq, in_set, quote, selector
 
 Branch = Callable[[Sequence[Matcher], str], str]
 PodQuery = Callable[[Sequence[str]], str]

@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 import anyio
-from openrl_inspect.adapters import promql
-from openrl_inspect.errors import InspectorError
-from openrl_inspect.adapters.gpu_metrics import (
+import openrl_inspect.adapters.prometheus._promql as promql
+from openrl_inspect.adapters.prometheus._gpu import (
     CHART_METRICS,
     DUTY,
     DUTY_METRICS,
@@ -45,14 +44,15 @@ from openrl_inspect.adapters.gpu_metrics import (
     summarize_xid,
     time_weighted_activity,
 )
-from openrl_inspect.adapters.gpu_promql import (
+from openrl_inspect.adapters.prometheus._gpu_queries import (
     TTFT_QUANTILES,
     Branch,
     mean_branch,
     per_gpu_query,
     vllm_builders,
 )
-from openrl_inspect.adapters.prometheus import (
+from openrl_inspect.adapters.prometheus._promql import Matcher, eq, in_set, selector
+from openrl_inspect.adapters.prometheus._source import (
     MetricsSource,
     PrometheusSettings,
     QueryResult,
@@ -60,7 +60,7 @@ from openrl_inspect.adapters.prometheus import (
     Series,
     make_metrics_source,
 )
-from openrl_inspect.adapters.promql import Matcher, eq, in_set, selector
+from openrl_inspect.errors import InspectorError
 
 T = TypeVar("T")
 

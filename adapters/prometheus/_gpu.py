@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeVar
 
+from openrl_inspect.adapters.prometheus._source import PrometheusSettings, Sample
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.prometheus import PrometheusSettings, Sample
 
 GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 SM_ACTIVE = "DCGM_FI_PROF_SM_ACTIVE"
@@ -417,6 +417,6 @@ def as_duty_metric(metric: str) -> DutyMetric:
 def make_gpu_metrics(settings: PrometheusSettings) -> GpuMetrics:
     """The Prometheus-backed ``GpuMetrics`` for ``settings`` (it owns its HTTP client;
     ``aclose`` it). The demo uses ``gpu_metrics_memory.InMemoryGpuMetrics`` instead."""
-    from openrl_inspect.adapters.gpu_metrics_prom import PromGpuMetrics
+    from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics
 
     return PromGpuMetrics.from_settings(settings)

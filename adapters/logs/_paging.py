@@ -24,7 +24,9 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from openrl_inspect.adapters.cloud_logging_types import (
+from openrl_inspect.adapters.logs._filter import SEVERITIES, build_filter
+from openrl_inspect.adapters.logs._filter_eval import parse_timestamp
+from openrl_inspect.adapters.logs._records import (
     CloudLoggingSettings,
     FieldValue,
     LogEntry,
@@ -35,8 +37,6 @@ from openrl_inspect.adapters.cloud_logging_types import (
     explorer_url,
 )
 from openrl_inspect.errors import BackendProtocolError, InvalidInput
-from openrl_inspect.adapters.logfilter import SEVERITIES, build_filter
-from openrl_inspect.adapters.logfilter_eval import parse_timestamp
 
 BACKEND = "cloud_logging"
 ASCENDING = "timestamp asc"

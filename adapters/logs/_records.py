@@ -10,8 +10,7 @@ from types import MappingProxyType
 from typing import Protocol
 from urllib.parse import quote as url_quote
 
-from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.logfilter import (
+from openrl_inspect.adapters.logs._filter import (
     MAX_MODEL_PODS,
     check_label_key,
     check_log_id,
@@ -21,6 +20,7 @@ from openrl_inspect.adapters.logfilter import (
     check_value,
     format_timestamp,
 )
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.settings import SettingsError
 
 FieldValue = str | int | float | bool | None

@@ -22,17 +22,20 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from openrl_inspect.adapters.cloud_logging_paging import bounded_fields, cut
-from openrl_inspect.adapters.cloud_logging_types import (
+from openrl_inspect.adapters.logs import (
+    SEVERITIES,
     CloudLoggingSettings,
     FieldValue,
     LogEntry,
     LogSourceKind,
+    bounded_fields,
+    check_severity,
+    check_value,
+    cut,
 )
+from openrl_inspect.adapters.redis._client import Pipe, run
+from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.logfilter import SEVERITIES, check_severity, check_value
-from openrl_inspect.adapters.redis_client import Pipe, run
-from openrl_inspect.adapters.redis_state import RedisStateStore, StateStore
 from openrl_inspect.state import keys
 
 __all__ = [

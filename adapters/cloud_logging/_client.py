@@ -27,24 +27,14 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from openrl_inspect.adapters.cloud_logging_memory import InMemoryLogSource, wire_entry
-from openrl_inspect.adapters.cloud_logging_paging import (
-    BACKEND,
+from openrl_inspect.adapters.logs import (
+    CloudLoggingSettings,
+    LogPage,
+    LogQuery,
     collect,
     filter_for,
     order_by,
     to_log_entry,
-)
-from openrl_inspect.adapters.cloud_logging_types import (
-    CloudLoggingSettings,
-    FieldValue,
-    LogEntry,
-    LogPage,
-    LogQuery,
-    LogSource,
-    LogSourceKind,
-    TruncationReason,
-    explorer_url,
     validate_query,
 )
 from openrl_inspect.errors import (
@@ -57,22 +47,7 @@ from openrl_inspect.errors import (
 )
 from openrl_inspect.settings import load
 
-__all__ = [
-    "CloudLoggingSettings",
-    "CloudLoggingSource",
-    "FieldValue",
-    "InMemoryLogSource",
-    "LogEntry",
-    "LogPage",
-    "LogQuery",
-    "LogSource",
-    "LogSourceKind",
-    "TruncationReason",
-    "explorer_url",
-    "load_settings",
-    "wire_entry",
-]
-
+BACKEND = "cloud_logging"
 ENV_PREFIX = "OPENRL_INSPECT_CLOUD_LOGGING_"
 # Seconds to wait for a TCP connection, at most; the rest of the budget is for reading.
 _CONNECT_TIMEOUT_S = 5.0

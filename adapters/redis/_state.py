@@ -18,8 +18,7 @@ from functools import partial
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
-from openrl_inspect.errors import BackendProtocolError, SchemaVersionError
-from openrl_inspect.adapters.redis_client import (
+from openrl_inspect.adapters.redis._client import (
     BACKEND,
     Pipe,
     RedisSettings,
@@ -28,6 +27,7 @@ from openrl_inspect.adapters.redis_client import (
     guarded,
     run,
 )
+from openrl_inspect.errors import BackendProtocolError, SchemaVersionError
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
 from openrl_inspect.state.records import (

@@ -11,18 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from openrl_inspect.errors import BackendError
-from openrl_inspect.adapters.kubernetes_queries import (
+from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
     NODES,
     PODS,
     SLICES,
     WORKLOADS,
+    KubernetesSource,
     Resolved,
     Selector,
-    ViewQueries,
 )
-from openrl_inspect.adapters.kubernetes_records import (
+from openrl_inspect.adapters.kubernetes._records import (
     ClaimRecord,
     GpuDevice,
     KindStatus,
@@ -33,12 +32,13 @@ from openrl_inspect.adapters.kubernetes_records import (
     SourceStatus,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes_view import ClusterView
+from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.errors import BackendError
 
 Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord
 
 
-class MemoryKubernetesSource(ViewQueries):
+class MemoryKubernetesSource(KubernetesSource):
     """A ``KubernetesSource`` over records held in memory."""
 
     def __init__(self, records: Iterable[Record] = ()) -> None:

@@ -16,21 +16,21 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote as url_quote
 
-from openrl_inspect.adapters.cloud_logging_paging import (
+from openrl_inspect.adapters.logs._filter import check_severity, format_timestamp
+from openrl_inspect.adapters.logs._filter_eval import compile_filter
+from openrl_inspect.adapters.logs._paging import (
     collect,
     filter_for,
     sort_key,
     to_log_entry,
 )
-from openrl_inspect.adapters.cloud_logging_types import (
+from openrl_inspect.adapters.logs._records import (
     CloudLoggingSettings,
     LogPage,
     LogQuery,
     validate_query,
 )
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.adapters.logfilter import check_severity, format_timestamp
-from openrl_inspect.adapters.logfilter_eval import compile_filter
 
 _insert_ids = itertools.count(1)
 

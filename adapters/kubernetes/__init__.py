@@ -1,0 +1,119 @@
+"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices and Claims.
+
+The public surface of the adapter. ``KubernetesSource`` is the abstract source the
+loaders use; ``open_kubernetes(settings)`` gives the real one (a watch cache over the
+official ``kubernetes.aio`` client) and ``memory.MemoryKubernetesSource`` the in-memory
+twin. ``PodLogSource`` reads pods' logs through the same client, for when Cloud
+Logging is not configured.
+
+Reads return plain frozen records. Lists are ``Listing`` (items, ``truncated``,
+``degraded``), filtered before they are capped and ordered by key, with an ``after``
+cursor. Batch methods take a list of keys and return one result per key, in key order:
+``None`` (or an empty ``Listing``) for a miss, as DataLoaders want. A one-to-one batch
+answered while its kind was not synced is visible only through ``status()``.
+
+Private modules, one concept each::
+
+    _records     records, keys, Listing, status types
+    _resources   the watched resources and the verbs used (RBAC)
+    _parse       JSON -> pod, node, Kueue workload records
+    _dra         JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
+    _store       keyed stores with indexes; newest-generation GPU index
+    _view        the queries over stores
+    _queries     KubernetesSource: the reads shared by the real source and the twin
+    _api         the official client: paged LIST, WATCH, errors, request counts
+    _informer    list, watch, 410 relist, resync, backoff
+    _source      the real source: cache reads, degraded direct reads
+    _pod_logs    pods' logs through the API (the Cloud Logging fallback)
+    _settings    KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
+
+The SDK is imported when a source opens, not when this package is imported.
+"""
+
+from __future__ import annotations
+
+from openrl_inspect.adapters.kubernetes._pod_logs import (
+    LOG_READS,
+    PodLogReader,
+    PodLogSettings,
+    PodLogSource,
+    load_pod_log_settings,
+)
+from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
+from openrl_inspect.adapters.kubernetes._records import (
+    GPU_RESOURCE,
+    MODEL_ID_LABEL,
+    NVIDIA_GPU_DRIVER,
+    ROLE_LABEL,
+    Admission,
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    Condition,
+    ContainerState,
+    DeviceKey,
+    GpuDevice,
+    KindStatus,
+    Listing,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    PodResourceClaim,
+    PodSet,
+    PodSetAssignment,
+    SchedulingFailure,
+    SliceRecord,
+    SourceStatus,
+    Taint,
+    WorkloadRecord,
+)
+from openrl_inspect.adapters.kubernetes._resources import (
+    READ_VERBS,
+    WATCHED_RESOURCES,
+    WatchedResource,
+)
+from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings, load_settings
+from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
+
+__all__ = [
+    "GPU_RESOURCE",
+    "LOG_READS",
+    "MODEL_ID_LABEL",
+    "NVIDIA_GPU_DRIVER",
+    "READ_VERBS",
+    "ROLE_LABEL",
+    "WATCHED_RESOURCES",
+    "Admission",
+    "AllocatedDevice",
+    "ClaimConsumer",
+    "ClaimRecord",
+    "ClaimRequest",
+    "Condition",
+    "ContainerState",
+    "DeviceKey",
+    "GpuDevice",
+    "KindStatus",
+    "KubernetesCacheSource",
+    "KubernetesSettings",
+    "KubernetesSource",
+    "Listing",
+    "NodeRecord",
+    "ObjectKey",
+    "PodLogReader",
+    "PodLogSettings",
+    "PodLogSource",
+    "PodRecord",
+    "PodResourceClaim",
+    "PodSet",
+    "PodSetAssignment",
+    "SchedulingFailure",
+    "SliceRecord",
+    "SourceStatus",
+    "Taint",
+    "WatchedResource",
+    "WorkloadRecord",
+    "load_pod_log_settings",
+    "load_settings",
+    "open_kubernetes",
+]

@@ -1,0 +1,43 @@
+"""What the adapter reads from the API server: each watched resource and the verbs used.
+
+Kept apart from the client so that ``deploy/rbac.yaml``'s test and the records can name
+the resources without importing the Kubernetes SDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BACKEND = "kubernetes"
+KUEUE_GROUP = "kueue.x-k8s.io"
+DRA_GROUP = "resource.k8s.io"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedResource:
+    """A resource the adapter lists and watches; ``kind`` names it everywhere else."""
+
+    group: str
+    resource: str
+    namespaced: bool
+
+    @property
+    def kind(self) -> str:
+        return self.resource
+
+
+PODS = WatchedResource("", "pods", namespaced=True)
+NODES = WatchedResource("", "nodes", namespaced=False)
+WORKLOADS = WatchedResource(KUEUE_GROUP, "workloads", namespaced=True)
+RESOURCE_SLICES = WatchedResource(DRA_GROUP, "resourceslices", namespaced=False)
+RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
+
+#: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
+WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
+    PODS,
+    NODES,
+    WORKLOADS,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIMS,
+)
+READ_VERBS = ("get", "list", "watch")

@@ -1,0 +1,37 @@
+"""Redis, read-only: OpenRL's state (docs/redis-schema.md) and the clients' logs.
+
+The public surface. ``StateStore`` is the protocol the loaders use;
+``RedisStateStore.from_settings`` opens the real one (standalone or Cluster) and
+``memory.in_memory_store`` the twin: the same class over an in-process fakeredis, so the
+demo and unit tests run the real command path. ``RedisClientLogs`` reads the client
+logs OpenRL's recorder keeps beside the state.
+
+Private modules::
+
+    _client       opening a client; timeouts and translated errors around each call
+    _state        RedisStateStore: batched index reads, one round trip per batch
+    _client_logs  RedisClientLogs: a model's or session's client logs, bounded
+"""
+
+from __future__ import annotations
+
+from openrl_inspect.adapters.redis._client import BACKEND, RedisSettings, connect
+from openrl_inspect.adapters.redis._client_logs import (
+    ClientLogReader,
+    ClientLogRequest,
+    ClientLogSlice,
+    RedisClientLogs,
+)
+from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
+
+__all__ = [
+    "BACKEND",
+    "ClientLogReader",
+    "ClientLogRequest",
+    "ClientLogSlice",
+    "RedisClientLogs",
+    "RedisSettings",
+    "RedisStateStore",
+    "StateStore",
+    "connect",
+]
