@@ -8,11 +8,11 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from openrl_inspect.context import Limits
-from openrl_inspect.schema.cluster_query import ClusterQuery
+from openrl_inspect.schema.cluster.query import ClusterQuery
 from openrl_inspect.schema.cost import node_cost_limiter
 from openrl_inspect.schema.errors import CodedErrors
-from openrl_inspect.schema.metrics_query import MetricsQuery
-from openrl_inspect.schema.state_query import StateQuery
+from openrl_inspect.schema.metrics.query import MetricsQuery
+from openrl_inspect.schema.state.query import StateQuery
 from strawberry.extensions import (
     MaxAliasesLimiter,
     MaxTokensLimiter,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord, PodRecord, Taint
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
 from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
-from openrl_inspect.resolvers.capacity import (
+from openrl_inspect.resolvers.cluster.counting import (
     CapacityCounts,
     by_product,
     node_capacity,

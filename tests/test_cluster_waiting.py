@@ -16,7 +16,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
 from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time, parse_workload
-from openrl_inspect.resolvers.waiting import queue_position, waiting_seconds, why_waiting
+from openrl_inspect.resolvers.cluster.waiting import queue_position, waiting_seconds, why_waiting
 from openrl_inspect.state.records import ModelRecord
 from support import kube_objects as ko
 

@@ -25,7 +25,7 @@ from openrl_inspect.adapters.logs import SEVERITIES, CloudLoggingSettings, parse
 from openrl_inspect.adapters.logs._filter import tokenize
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.resolvers.logs import MAX_LOG_BYTES
+from openrl_inspect.resolvers.logs.reads import MAX_LOG_BYTES
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.state import keys

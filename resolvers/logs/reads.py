@@ -1,0 +1,237 @@
+"""Logs of a model, a session or a pod: worker logs and client logs, merged, bounded.
+
+Worker logs come from Cloud Logging when it is configured, else from the pods' logs
+through the Kubernetes API, and from those too when Cloud Logging answers
+``BackendUnavailable`` (the answer says which backend it used and why). Client logs
+come from Redis. Each source is a *side*, read a page at a time; the sides are merged
+in time order and the merged answer is bounded (entries and bytes) on its own.
+
+The merge only moves past a point every side has read up to: a side whose page ran out
+while it has more stops the answer there (or is read again, a few rounds at most), so
+no line is ever skipped. The cursor is real: it holds every side's position — a worker
+side's adapter cursor plus how many entries of that page were already returned, a
+client side's (score, member) — with the window and a fingerprint of the filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
+
+from openrl_inspect.adapters.kubernetes import ObjectKey
+from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, LogPage, explorer_url
+from openrl_inspect.context import Context
+from openrl_inspect.errors import BackendUnavailable, InvalidInput
+from openrl_inspect.loaders.logs import WorkerBackend, first_error
+from openrl_inspect.resolvers.logs.args import (
+    AFTER_FAILURE,
+    BEFORE_FAILURE,
+    MAX_SESSION_MODELS,
+    MAX_WINDOW,
+    RECENT,
+    LogAnswer,
+    LogArgs,
+    LogLimit,
+    WorkerFilter,
+    _around,
+    _check_args,
+    _window,
+)
+from openrl_inspect.resolvers.logs.cursor import _decode, _encode, _fingerprint, _Resume
+from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, _merge
+from openrl_inspect.resolvers.logs.sides import (
+    _choose,
+    _client_sides,
+    _refill,
+    _Target,
+    _worker_sides,
+    _WorkerSide,
+)
+from openrl_inspect.resolvers.paging import page_size
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.state.keys import valid_id
+
+__all__ = [
+    "AFTER_FAILURE",
+    "BEFORE_FAILURE",
+    "MAX_LOG_BYTES",
+    "MAX_ROUNDS",
+    "MAX_SESSION_MODELS",
+    "MAX_WINDOW",
+    "RECENT",
+    "LogAnswer",
+    "LogArgs",
+    "LogLimit",
+    "WorkerFilter",
+    "model_logs",
+    "pod_logs",
+    "session_logs",
+]
+
+# Reads of a side within one answer (the first and the refills of a side that ran out).
+MAX_ROUNDS = 3
+
+
+# ------------------------------------------------------------------------ entry points
+
+
+async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
+    rec = await R.model(ctx, mid)
+    at = rec.transitions
+    if rec.state == "failed" and "failed" in at:
+        default = _around(at["failed"], BEFORE_FAILURE, AFTER_FAILURE)
+    elif rec.state == "ended" and "ended" in at:
+        default = _around(at["ended"], RECENT, AFTER_FAILURE)
+    else:
+        default = _around(ctx.now, RECENT, timedelta(0))
+    return await _logs(ctx, ("model", mid), [_Target(mid, mid)], default, args)
+
+
+async def session_logs(ctx: Context, sid: str, args: LogArgs) -> LogAnswer:
+    rec = await R.session(ctx, sid)
+    if rec.state == "closed" and rec.closed_at is not None:
+        default = _around(rec.closed_at, RECENT, AFTER_FAILURE)
+    else:
+        default = _around(ctx.now, RECENT, timedelta(0))
+    page = await R.session_models(ctx, sid, MAX_SESSION_MODELS, None)
+    targets = [_Target(m.id, m.id) for _, m in page.items]
+    return await _logs(ctx, ("session", sid), targets, default, args, capped=page.has_next)
+
+
+async def pod_logs(ctx: Context, namespace: str, name: str, args: LogArgs) -> LogAnswer:
+    """A pod's own logs (no client logs: clients report per model, not per pod)."""
+    if args.role is not None or args.pod is not None:
+        raise InvalidInput("a pod's logs take no role or pod filter")
+    key = ObjectKey(namespace, name)
+    target = _Target(f"{namespace}/{name}", None, pod=key)
+    default = _around(ctx.now, RECENT, timedelta(0))
+    args = replace(args, client_logs=False)
+    return await _logs(ctx, ("pod", target.key), [target], default, args)
+
+
+async def _logs(
+    ctx: Context,
+    owner: tuple[str, str],
+    targets: Sequence[_Target],
+    default: tuple[datetime, datetime],
+    args: LogArgs,
+    *,
+    capped: bool = False,
+) -> LogAnswer:
+    args = _check_args(args)
+    size = page_size(ctx, ctx.limits.max_page_size if args.first is None else args.first)
+    if size == 0:
+        raise InvalidInput("first must be at least 1 for logs")
+    print_ = _fingerprint(owner, args)
+    resume = _decode(args.after, print_) if args.after is not None else None
+    start, end = _window(args, default, ctx.now, resume)
+    if resume is not None:
+        # A session's cursor keeps the models its first page read.
+        unknown = (set(resume.workers) | set(resume.clients)) - {t.key for t in targets}
+        if owner[0] != "session" and unknown:
+            raise InvalidInput("the cursor is not valid for these logs; start again without it")
+        targets = [*targets, *(_Target(k, k) for k in sorted(unknown) if valid_id(k))]
+
+    backend: WorkerBackend | None = resume.backend if resume is not None else None
+    fallback: str | None = None
+    workers: list[_WorkerSide] = []
+    if args.worker_logs and (resume is None or resume.workers):
+        backend, fallback = _choose(ctx, resume)
+        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, resume)
+    clients = _client_sides(targets, start, end, size, args, resume)
+
+    # Round one: every side, with the fallback to pod logs if Cloud Logging is down.
+    pages = await ctx.logs.worker.load_many([w.read for w in workers])
+    error = first_error(pages)
+    if (
+        error is not None
+        and backend == "cloud_logging"
+        and resume is None
+        and isinstance(error, BackendUnavailable)
+        and ctx.logs.kubernetes
+    ):
+        backend = "kubernetes"
+        fallback = f"Cloud Logging is unavailable ({error.message}): pod logs from Kubernetes"
+        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, None)
+        pages = await ctx.logs.worker.load_many([w.read for w in workers])
+        error = first_error(pages)
+    if error is not None:
+        raise error
+    for side, page in zip(workers, pages, strict=True):
+        assert isinstance(page, LogPage)
+        side.fill(page)
+    found = await ctx.logs.client.load_many([c.request for c in clients])
+    for client, slice_ in zip(clients, found, strict=True):
+        client.fill(slice_)
+
+    out: list[LogEntry] = []
+    used = 0
+    rounds = 1
+    while True:
+        stop, used, blocked = _merge(workers, clients, out, used, size, args.newest_first)
+        if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
+            break
+        rounds += 1
+        await _refill(ctx, blocked)
+
+    has_next = any(w.position() is not None for w in workers) or any(
+        c.position()[0] for c in clients
+    )
+    reason = stop if has_next else None
+    if any(w.incomplete for w in workers):
+        reason = LogLimit.SOURCE_LIMIT
+    elif capped:
+        reason = LogLimit.MODELS
+    next_cursor = None
+    if has_next:
+        state = _Resume(backend, start, end)
+        for w in workers:
+            if (position := w.position()) is not None:
+                state.workers[w.key] = position
+        for c in clients:
+            going, after = c.position()
+            if going:
+                state.clients[c.key] = after
+        next_cursor = _encode(print_, state)
+    filters = tuple(
+        WorkerFilter(w.key, w.first_page.filter, w.first_page.explorer_url)
+        for w in workers
+        if w.first_page is not None
+    )
+    combined, link = _combined(filters, start, end)
+    return LogAnswer(
+        entries=tuple(out),
+        start=start,
+        end=end,
+        next_cursor=next_cursor,
+        has_previous=resume is not None,
+        truncated=has_next or reason is not None,
+        truncated_reason=reason,
+        bytes_used=used,
+        backend=backend,
+        fallback_reason=fallback,
+        filters=filters,
+        filter=combined,
+        explorer_url=link,
+    )
+
+
+def _combined(
+    filters: Sequence[WorkerFilter], start: datetime, end: datetime
+) -> tuple[str | None, str | None]:
+    """One filter (and console link) for every worker read: theirs ORed."""
+    if not filters:
+        return None, None
+    if len(filters) == 1:
+        return filters[0].filter, filters[0].explorer_url
+    text = " OR ".join(f"({f.filter})" for f in filters)
+    project = None
+    for f in filters:
+        if f.explorer_url is not None:
+            project = parse_qs(urlsplit(f.explorer_url).query).get("project", [None])[0]
+            break
+    if len(text) > MAX_FILTER_CHARS:
+        return None, None
+    return text, None if project is None else explorer_url(project, text, start, end)

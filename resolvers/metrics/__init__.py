@@ -1,0 +1,1 @@
+"""What the GPU-activity fields do: duty, series, activity and vLLM stats through the metrics loaders."""

@@ -1,0 +1,1 @@
+"""What the state fields do: look up sessions, models, steps, ops, workers and placements through the Redis loaders."""

@@ -1,0 +1,145 @@
+"""Pieces shared by the cluster types: live connections, conditions, taints, status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Generic, TypeVar
+
+import strawberry
+from openrl_inspect.adapters.kubernetes import Condition, KindStatus, SourceStatus, Taint
+from openrl_inspect.resolvers.cluster.reads import LivePage
+from openrl_inspect.schema.common import ts
+from openrl_inspect.schema.connection import Edge, PageInfo
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+LIVE = "kubernetes"
+SOURCE_DESCRIPTION = (
+    "Where this came from: `kubernetes` (live state, read from the inspector's watch "
+    "cache of the API server; gone once the object is deleted)."
+)
+DEGRADED_DESCRIPTION = (
+    "True when this kind's watch cache was not in sync when answering (not listed yet, "
+    "or its watch failing): the object may be stale."
+)
+
+
+@strawberry.type(
+    description="A page of live Kubernetes objects from the watch cache. `truncated` is "
+    "true when more exist past it; `degraded` when the cache was not in sync for them."
+)
+class LiveConnection(Generic[T]):
+    edges: list[Edge[T]]
+    page_info: PageInfo
+    total_count: int | None = strawberry.field(
+        description="Items in the whole list, known only when this page holds all of "
+        "them (no `after`, not truncated): the cache answers pages, not counts."
+    )
+    truncated: bool = strawberry.field(
+        description="True when this page does not hold every item after the cursor."
+    )
+    degraded: bool = strawberry.field(
+        description="True when the answer came from a cache that was not in sync (a "
+        "bounded direct read, or a cache whose watch is failing): it may be stale or "
+        "incomplete."
+    )
+
+    @strawberry.field(description="The nodes of `edges`, without cursors.")
+    def nodes(self) -> list[T]:
+        return [edge.node for edge in self.edges]
+
+    @classmethod
+    def of(cls, page: LivePage[R], make: Callable[[R], T]) -> LiveConnection[T]:
+        edges = [Edge(cursor=cursor, node=make(rec)) for cursor, rec in page.items]
+        return cls(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.truncated,
+                has_previous_page=page.has_previous,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
+            total_count=page.total,
+            truncated=page.truncated,
+            degraded=page.degraded,
+        )
+
+
+@strawberry.type(description="A Kubernetes status condition.")
+class KubeCondition:
+    type: str
+    status: str = strawberry.field(description="True, False or Unknown.")
+    reason: str | None
+    message: str | None
+    last_transition_at: datetime | None
+
+    @classmethod
+    def from_record(cls, rec: Condition) -> KubeCondition:
+        return cls(
+            type=rec.type,
+            status=rec.status,
+            reason=rec.reason,
+            message=rec.message,
+            last_transition_at=ts(rec.last_transition),
+        )
+
+
+def conditions(recs: tuple[Condition, ...]) -> list[KubeCondition]:
+    return [KubeCondition.from_record(c) for c in recs]
+
+
+@strawberry.type(name="NodeTaint")
+class TaintType:
+    key: str
+    value: str | None
+    effect: str = strawberry.field(description="NoSchedule, PreferNoSchedule or NoExecute.")
+
+    @classmethod
+    def from_record(cls, rec: Taint) -> TaintType:
+        return cls(key=rec.key, value=rec.value, effect=rec.effect)
+
+
+@strawberry.type(description="One kind's watch cache.")
+class KubernetesKindStatus:
+    kind: str
+    served: bool = strawberry.field(description="False when the cluster does not serve it.")
+    synced: bool = strawberry.field(description="Listed at least once since the start.")
+    degraded: bool = strawberry.field(description="Not synced yet, or its watch is failing.")
+    objects: int
+    list_age_seconds: float | None = strawberry.field(description="Since the last full LIST.")
+    error_age_seconds: float | None = strawberry.field(description="How long it has failed.")
+    last_error: str | None
+    relists: int
+    watch_restarts: int
+
+    @classmethod
+    def from_record(cls, rec: KindStatus) -> KubernetesKindStatus:
+        return cls(
+            kind=rec.kind,
+            served=rec.served,
+            synced=rec.synced,
+            degraded=rec.degraded,
+            objects=rec.objects,
+            list_age_seconds=rec.list_age_s,
+            error_age_seconds=rec.error_age_s,
+            last_error=rec.last_error,
+            relists=rec.relists,
+            watch_restarts=rec.watch_restarts,
+        )
+
+
+@strawberry.type(description="The inspector's watch cache of the Kubernetes API server.")
+class KubernetesStatus:
+    ready: bool = strawberry.field(description="Every served kind has synced.")
+    degraded: bool = strawberry.field(description="Some kind is not synced or failing.")
+    kinds: list[KubernetesKindStatus]
+
+    @classmethod
+    def from_record(cls, rec: SourceStatus) -> KubernetesStatus:
+        return cls(
+            ready=rec.ready,
+            degraded=rec.degraded,
+            kinds=[KubernetesKindStatus.from_record(k) for k in rec.kinds],
+        )

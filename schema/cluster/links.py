@@ -1,0 +1,131 @@
+"""Live Kubernetes fields on the Redis types: Model, Placement and Worker.
+
+Mixins: ``Model``, ``Placement`` and ``Worker`` list them among their bases, so these
+fields join theirs. Every field here reads live state from Kubernetes (the watch cache);
+the types' own fields are the history OpenRL recorded in Redis. Each is nullable: when
+Kubernetes fails or is not configured, only these go null (with a coded error).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.cluster import links as KM
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
+from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.schema.cluster.common import LiveConnection
+from openrl_inspect.schema.cluster.node import Gpu, Node
+from openrl_inspect.schema.cluster.pod import Pod
+from openrl_inspect.schema.cluster.workload import WaitReason, Workload
+from openrl_inspect.state.records import PlacementRecord
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+    from openrl_inspect.schema.state.placement import Placement
+    from openrl_inspect.schema.state.worker import Worker
+
+LIVE = "Live, from Kubernetes (not the Redis history)"
+
+
+@strawberry.type
+class ModelClusterFields:
+    """Live fields of ``Model``."""
+
+    def _model(self) -> Model:
+        return cast("Model", self)
+
+    @strawberry.field(description=f"{LIVE}: its pods, by their `openrl.ai/model-id` label.")
+    async def pods(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[Pod] | None:
+        page = await K.model_pods(info.context, self._model().id, first, after)
+        return LiveConnection.of(page, Pod.from_record)
+
+    @strawberry.field(description=f"{LIVE}: its Kueue Workloads, by label.")
+    async def workloads(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[Workload] | None:
+        page = await K.model_workloads(info.context, self._model().id, first, after)
+        return LiveConnection.of(page, Workload.from_record)
+
+    @strawberry.field(
+        description=f"{LIVE}: why a WAITING (or PLACED, not yet running) model waits, most "
+        "likely cause first: Kueue's quota and admission conditions, unschedulable pods, "
+        "unallocated claims, waiting containers. Empty in other states."
+    )
+    async def why_waiting(self, info: Info) -> list[WaitReason] | None:
+        reasons = await KM.model_why_waiting(info.context, self._model().id)
+        return [WaitReason.from_record(r) for r in reasons]
+
+    @strawberry.field(
+        description="Seconds in its current state while WAITING or PLACED (from Redis); "
+        "null in other states."
+    )
+    async def waiting_seconds(self, info: Info) -> float | None:
+        rec = await S.model(info.context, self._model().id)
+        return waiting_seconds(rec, info.context.now)
+
+
+@strawberry.type
+class PlacementClusterFields:
+    """Live fields of ``Placement`` (whose own fields are the Redis history)."""
+
+    def _placement_record(self) -> PlacementRecord:
+        p = cast("Placement", self)
+        return PlacementRecord(
+            id=p.id,
+            model_id=p.model_id,
+            workload=p.workload,
+            namespace=p.namespace,
+            pods=p.pods,
+            node=p.node,
+            gpu_ids=p.gpu_ids,
+            admitted_at=None,
+            released_at=None,
+        )
+
+    @strawberry.field(
+        description=f"{LIVE}: the recorded pods that still exist; the ones gone are absent."
+    )
+    async def live_pods(self, info: Info) -> list[Pod] | None:
+        pods = await KM.placement_pods(info.context, self._placement_record())
+        return [Pod.from_record(p) for p in pods]
+
+    @strawberry.field(description=f"{LIVE}: the recorded node; null when it is gone.")
+    async def live_node(self, info: Info) -> Node | None:
+        rec = await K.node_of(info.context, self._placement_record().node)
+        return Node.from_record(rec) if rec else None
+
+    @strawberry.field(
+        description=f"{LIVE}: the recorded GPUs (by UUID) still published; with their "
+        "current holders under `heldBy`."
+    )
+    async def live_gpus(self, info: Info) -> list[Gpu] | None:
+        gpus = await KM.placement_gpus(info.context, self._placement_record())
+        return [Gpu.from_record(g) for g in gpus]
+
+    @strawberry.field(description=f"{LIVE}: the recorded Kueue Workload; null when gone.")
+    async def live_workload(self, info: Info) -> Workload | None:
+        rec = await KM.placement_workload(info.context, self._placement_record())
+        return Workload.from_record(rec) if rec else None
+
+
+@strawberry.type
+class WorkerClusterFields:
+    """Live fields of ``Worker``."""
+
+    def _worker(self) -> Worker:
+        return cast("Worker", self)
+
+    @strawberry.field(description=f"{LIVE}: its pod (found among its model's pods).")
+    async def pod_object(self, info: Info) -> Pod | None:
+        rec = await KM.worker_pod(info.context, self._worker()._record)
+        return Pod.from_record(rec) if rec else None
+
+    @strawberry.field(description=f"{LIVE}: the node it last reported.")
+    async def node_object(self, info: Info) -> Node | None:
+        rec = await K.node_of(info.context, self._worker().node)
+        return Node.from_record(rec) if rec else None

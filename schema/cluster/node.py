@@ -1,0 +1,280 @@
+"""Nodes, their GPUs (DRA devices), who holds each GPU, and GPU capacity."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.cluster import capacity as KC
+from openrl_inspect.resolvers.cluster import counting as C
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.schema.cluster.common import (
+    DEGRADED_DESCRIPTION,
+    LIVE,
+    SOURCE_DESCRIPTION,
+    KubeCondition,
+    LiveConnection,
+    TaintType,
+    conditions,
+)
+from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
+from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.metrics.types import GpuMetricsFields, NodeMetricsFields
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+
+COUNTS = (
+    "Every GPU is in exactly one of held, free, unhealthy and tainted: "
+    "total = held + free + unhealthy + tainted."
+)
+
+
+@strawberry.type(description=f"GPU capacity of one node. {COUNTS}")
+class NodeCapacity:
+    node_name: str
+    product: str | None = strawberry.field(description="The GPU product on it.")
+    basis: str = strawberry.field(
+        description="`dra` (counted from its ResourceSlice devices and their claims), "
+        "`device-plugin` (from `nvidia.com/gpu` capacity and pod requests) or `none`."
+    )
+    condition: str = strawberry.field(
+        description="`ok`, `unhealthy` (not Ready, unreachable, unknown) or `tainted` "
+        "(cordoned, or a NoSchedule/NoExecute taint other than `nvidia.com/gpu`)."
+    )
+    total: int
+    held: int = strawberry.field(description="Allocated to a claim (or requested by a pod).")
+    free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
+    unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
+    tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
+
+    @classmethod
+    def from_record(cls, rec: C.NodeCapacity) -> NodeCapacity:
+        c = rec.counts
+        return cls(
+            node_name=rec.node,
+            product=rec.product,
+            basis=rec.basis,
+            condition=rec.condition,
+            total=c.total,
+            held=c.held,
+            free=c.free,
+            unhealthy=c.unhealthy,
+            tainted=c.tainted,
+        )
+
+    @strawberry.field(description="The node (live).")
+    async def node(self, info: Info) -> Node | None:
+        rec = await K.node_of(info.context, self.node_name)
+        return Node.from_record(rec) if rec else None
+
+
+@strawberry.type(description=f"GPU capacity of one GPU product across the cluster. {COUNTS}")
+class ProductCapacity:
+    product: str
+    nodes: int = strawberry.field(description="Nodes with GPUs of this product.")
+    total: int
+    held: int
+    free: int
+    unhealthy: int
+    tainted: int
+
+    @classmethod
+    def from_record(cls, rec: C.ProductCapacity) -> ProductCapacity:
+        c = rec.counts
+        return cls(
+            product=rec.product,
+            nodes=rec.nodes,
+            total=c.total,
+            held=c.held,
+            free=c.free,
+            unhealthy=c.unhealthy,
+            tainted=c.tainted,
+        )
+
+
+@strawberry.type(description=f"GPU capacity of the whole cluster (live). {COUNTS}")
+class ClusterCapacity:
+    nodes: int = strawberry.field(description="Nodes counted (with or without GPUs).")
+    total: int
+    held: int
+    free: int
+    unhealthy: int
+    tainted: int
+    by_product: list[ProductCapacity]
+    degraded: bool = strawberry.field(
+        description="Some kind it needed was not in sync: the counts may be stale."
+    )
+    truncated: bool = strawberry.field(description="More nodes or GPUs exist than counted.")
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    @classmethod
+    def from_record(cls, rec: C.ClusterCapacity) -> ClusterCapacity:
+        c = rec.total
+        return cls(
+            nodes=rec.nodes,
+            total=c.total,
+            held=c.held,
+            free=c.free,
+            unhealthy=c.unhealthy,
+            tainted=c.tainted,
+            by_product=[ProductCapacity.from_record(p) for p in rec.by_product],
+            degraded=rec.degraded,
+            truncated=rec.truncated,
+            source=LIVE,
+        )
+
+    @strawberry.field(description="Capacity node by node, in name order.")
+    async def by_node(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[NodeCapacity]:
+        page = await KC.capacity_by_node(info.context, first, after)
+        return LiveConnection.of(page, NodeCapacity.from_record)
+
+
+@strawberry.type(description="A GPU node of the cluster (live, Kubernetes).")
+class Node(NodeMetricsFields):
+    name: str
+    labels: JSON
+    ready: bool | None = strawberry.field(description="Its Ready condition; null if unknown.")
+    unschedulable: bool = strawberry.field(description="Cordoned.")
+    taints: list[TaintType]
+    conditions: list[KubeCondition]
+    gpu_capacity: int | None = strawberry.field(description="`nvidia.com/gpu` capacity.")
+    gpu_allocatable: int | None = strawberry.field(description="`nvidia.com/gpu` allocatable.")
+    gpu_product: str | None = strawberry.field(description="Its `nvidia.com/gpu.product` label.")
+    created_at: datetime | None
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    _record: strawberry.Private[NodeRecord]
+
+    @classmethod
+    def from_record(cls, rec: NodeRecord) -> Node:
+        return cls(
+            name=rec.name,
+            labels=as_json(dict(rec.labels)),
+            ready=rec.ready,
+            unschedulable=rec.unschedulable,
+            taints=[TaintType.from_record(t) for t in rec.taints],
+            conditions=conditions(rec.conditions),
+            gpu_capacity=rec.gpu_capacity,
+            gpu_allocatable=rec.gpu_allocatable,
+            gpu_product=rec.labels.get(C.PRODUCT_LABEL),
+            created_at=ts(rec.created),
+            source=LIVE,
+            _record=rec,
+        )
+
+    @strawberry.field(description=DEGRADED_DESCRIPTION)
+    async def degraded(self, info: Info) -> bool:
+        return await K.kind_degraded(info.context, "nodes")
+
+    @strawberry.field(description="Its GPUs (DRA devices of its ResourceSlices), by device.")
+    async def gpus(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[Gpu]:
+        page = await K.node_gpus(info.context, self.name, first, after)
+        return LiveConnection.of(page, Gpu.from_record)
+
+    @strawberry.field(description="Pods bound to it, by namespace and name.")
+    async def pods(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[Pod]:
+        page = await K.node_pods(info.context, self.name, first, after)
+        return LiveConnection.of(page, Pod.from_record)
+
+    @strawberry.field(description="Its GPUs counted: total, held, free, unhealthy, tainted.")
+    async def capacity(self, info: Info) -> NodeCapacity:
+        return NodeCapacity.from_record(await KC.node_capacity(info.context, self._record))
+
+
+@strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
+class GpuHolder:
+    claim: ResourceClaim
+    _holder: strawberry.Private[K.Holder]
+
+    @strawberry.field(
+        description="The pod the claim is reserved for (live); null when the "
+        "claim is allocated but no pod uses it, or the pod is gone."
+    )
+    async def pod(self, info: Info) -> Pod | None:
+        rec = await K.holder_pod(info.context, self._holder)
+        return Pod.from_record(rec) if rec else None
+
+    @strawberry.field(description="The pod's `openrl.ai/model-id` label.")
+    async def model_id(self, info: Info) -> str | None:
+        return await K.holder_model_id(info.context, self._holder)
+
+    @strawberry.field(description="The model holding the GPU, from Redis (by the pod's label).")
+    async def model(self, info: Info) -> ModelT | None:
+        from openrl_inspect.schema.state.model import Model
+
+        rec = await K.holder_model(info.context, self._holder)
+        return Model.from_record(rec) if rec else None
+
+
+@strawberry.type(name="GPU", description="A GPU as NVIDIA's DRA driver publishes it (live).")
+class Gpu(GpuMetricsFields):
+    uuid: str | None
+    driver: str
+    pool: str
+    device: str = strawberry.field(description="The device name in its pool (`gpu-0`).")
+    pool_generation: int
+    node_name: str | None
+    index: int | None
+    minor: int | None
+    product_name: str | None
+    architecture: str | None
+    driver_version: str | None
+    pci_bus_id: str | None
+    memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    _record: strawberry.Private[GpuDevice]
+
+    @classmethod
+    def from_record(cls, rec: GpuDevice) -> Gpu:
+        return cls(
+            uuid=rec.uuid,
+            driver=rec.driver,
+            pool=rec.pool,
+            device=rec.device,
+            pool_generation=rec.pool_generation,
+            node_name=rec.node_name,
+            index=rec.index,
+            minor=rec.minor,
+            product_name=rec.product_name,
+            architecture=rec.architecture,
+            driver_version=rec.driver_version,
+            pci_bus_id=rec.pci_bus_id,
+            memory_bytes=None if rec.memory_bytes is None else float(rec.memory_bytes),
+            source=LIVE,
+            _record=rec,
+        )
+
+    @strawberry.field(description=DEGRADED_DESCRIPTION)
+    async def degraded(self, info: Info) -> bool:
+        return await K.kind_degraded(info.context, "resourceslices")
+
+    @strawberry.field(description="The node it is on (live).")
+    async def node(self, info: Info) -> Node | None:
+        rec = await K.node_of(info.context, self._record.node_name)
+        return Node.from_record(rec) if rec else None
+
+    @strawberry.field(description="True when a ResourceClaim holds it.")
+    async def held(self, info: Info) -> bool:
+        return await K.gpu_held(info.context, self._record)
+
+    @strawberry.field(
+        description="The claims it is allocated to with their pods and models: empty when "
+        "free, one entry in practice (more only for shared devices)."
+    )
+    async def held_by(self, info: Info) -> list[GpuHolder]:
+        holders = await K.gpu_holders(info.context, self._record)
+        return [GpuHolder(claim=ResourceClaim.from_record(h.claim), _holder=h) for h in holders]

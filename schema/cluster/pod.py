@@ -1,0 +1,253 @@
+"""Pods and DRA ResourceClaims: the live Kubernetes side of a model's workers.
+
+The cluster graph, split by area: pods and claims here, nodes, GPUs and capacity in
+``cluster_node``, Kueue Workloads and wait reasons in ``cluster_workload``, shared
+pieces in ``cluster_common``, root fields in ``cluster_query``, and the live fields of
+the Redis types (Model, Placement, Worker) in ``model_cluster``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.adapters.kubernetes import (
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    ContainerState,
+    PodRecord,
+    SchedulingFailure,
+)
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.schema.cluster.common import (
+    DEGRADED_DESCRIPTION,
+    LIVE,
+    SOURCE_DESCRIPTION,
+    KubeCondition,
+    conditions,
+)
+from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.logs.types import PodLogFields
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.cluster.node import Gpu, Node
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+NodeT = Annotated["Node", strawberry.lazy("openrl_inspect.schema.cluster.node")]
+GpuT = Annotated["Gpu", strawberry.lazy("openrl_inspect.schema.cluster.node")]
+
+
+@strawberry.type
+class ContainerStatus:
+    name: str
+    state: str = strawberry.field(description="waiting, running, terminated or unknown.")
+    init: bool = strawberry.field(description="An init container.")
+    ready: bool
+    restart_count: int
+    reason: str | None = strawberry.field(description="Why it waits or ended (OOMKilled...).")
+    message: str | None
+    exit_code: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def from_record(cls, rec: ContainerState) -> ContainerStatus:
+        return cls(
+            name=rec.name,
+            state=rec.state,
+            init=rec.init,
+            ready=rec.ready,
+            restart_count=rec.restart_count,
+            reason=rec.reason,
+            message=rec.message,
+            exit_code=rec.exit_code,
+            started_at=ts(rec.started_at),
+            finished_at=ts(rec.finished_at),
+        )
+
+
+@strawberry.type(description="The pod's PodScheduled=False condition: why it has no node.")
+class PodSchedulingFailure:
+    reason: str | None = strawberry.field(description="Unschedulable, SchedulingGated...")
+    message: str | None
+    since: datetime | None
+
+    @classmethod
+    def from_record(cls, rec: SchedulingFailure) -> PodSchedulingFailure:
+        return cls(reason=rec.reason, message=rec.message, since=ts(rec.since))
+
+
+@strawberry.type(description="A live pod of the cluster (Kubernetes).")
+class Pod(PodLogFields):
+    namespace: str
+    name: str
+    uid: str
+    phase: str | None = strawberry.field(description="Pending, Running, Succeeded, Failed.")
+    node_name: str | None
+    labels: JSON
+    model_id: str | None = strawberry.field(description="Its `openrl.ai/model-id` label.")
+    role: str | None = strawberry.field(description="Its `openrl.ai/role` label.")
+    gpu_request: int = strawberry.field(
+        description="`nvidia.com/gpu` it requests through the device plugin (DRA GPUs "
+        "come through its claims instead)."
+    )
+    owner_kind: str | None
+    owner_name: str | None
+    created_at: datetime | None
+    started_at: datetime | None
+    deleting: bool
+    conditions: list[KubeCondition]
+    containers: list[ContainerStatus]
+    scheduling_failure: PodSchedulingFailure | None
+    claim_names: list[str] = strawberry.field(description="Its ResourceClaims' names.")
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    _record: strawberry.Private[PodRecord]
+
+    @classmethod
+    def from_record(cls, rec: PodRecord) -> Pod:
+        return cls(
+            namespace=rec.namespace,
+            name=rec.name,
+            uid=rec.uid,
+            phase=rec.phase,
+            node_name=rec.node_name,
+            labels=as_json(dict(rec.labels)),
+            model_id=rec.model_id,
+            role=rec.worker_role,
+            gpu_request=rec.gpu_request,
+            owner_kind=rec.owner_kind,
+            owner_name=rec.owner_name,
+            created_at=ts(rec.created),
+            started_at=ts(rec.started),
+            deleting=rec.deleting,
+            conditions=conditions(rec.conditions),
+            containers=[ContainerStatus.from_record(c) for c in rec.containers],
+            scheduling_failure=(
+                PodSchedulingFailure.from_record(rec.scheduling_failure)
+                if rec.scheduling_failure
+                else None
+            ),
+            claim_names=list(rec.claim_names),
+            source=LIVE,
+            _record=rec,
+        )
+
+    @strawberry.field(description=DEGRADED_DESCRIPTION)
+    async def degraded(self, info: Info) -> bool:
+        return await K.kind_degraded(info.context, "pods")
+
+    @strawberry.field(description="The node it runs on (live).")
+    async def node(self, info: Info) -> NodeT | None:
+        from openrl_inspect.schema.cluster.node import Node
+
+        rec = await K.node_of(info.context, self._record.node_name)
+        return Node.from_record(rec) if rec else None
+
+    @strawberry.field(description="The model its label names, from Redis.")
+    async def model(self, info: Info) -> ModelT | None:
+        from openrl_inspect.schema.state.model import Model
+
+        rec = await K.model_by_label(info.context, self._record.model_id)
+        return Model.from_record(rec) if rec else None
+
+    @strawberry.field(description="GPUs allocated to its ResourceClaims (live).")
+    async def gpus(self, info: Info) -> list[GpuT]:
+        from openrl_inspect.schema.cluster.node import Gpu
+
+        return [Gpu.from_record(g) for g in await K.pod_gpus(info.context, self._record)]
+
+    @strawberry.field(description="Its DRA ResourceClaims: reserved for it or named by it.")
+    async def claims(self, info: Info) -> list[ResourceClaim]:
+        claims = await K.pod_claims(info.context, self._record)
+        return [ResourceClaim.from_record(c) for c in claims]
+
+
+@strawberry.type
+class DeviceRequest:
+    name: str
+    device_class: str | None
+    count: int | None
+    allocation_mode: str | None
+
+    @classmethod
+    def from_record(cls, rec: ClaimRequest) -> DeviceRequest:
+        return cls(
+            name=rec.name,
+            device_class=rec.device_class,
+            count=rec.count,
+            allocation_mode=rec.allocation_mode,
+        )
+
+
+@strawberry.type(description="A device a claim's allocation names.")
+class ClaimDevice:
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    _record: strawberry.Private[AllocatedDevice]
+
+    @classmethod
+    def from_record(cls, rec: AllocatedDevice) -> ClaimDevice:
+        return cls(
+            request=rec.request, driver=rec.driver, pool=rec.pool, device=rec.device, _record=rec
+        )
+
+    @strawberry.field(description="The GPU this device is (live); null if not published.")
+    async def gpu(self, info: Info) -> GpuT | None:
+        from openrl_inspect.schema.cluster.node import Gpu
+
+        rec = await K.device_gpu(info.context, self._record.key)
+        return Gpu.from_record(rec) if rec else None
+
+
+@strawberry.type(description="An entry of the claim's `reservedFor`: who uses it.")
+class ClaimConsumerRef:
+    resource: str
+    name: str
+    uid: str | None
+
+    @classmethod
+    def from_record(cls, rec: ClaimConsumer) -> ClaimConsumerRef:
+        return cls(resource=rec.resource, name=rec.name, uid=rec.uid)
+
+
+@strawberry.type(description="A DRA ResourceClaim (live): the devices a pod asked for and got.")
+class ResourceClaim:
+    namespace: str
+    name: str
+    uid: str
+    requests: list[DeviceRequest]
+    allocated: bool
+    devices: list[ClaimDevice]
+    reserved_for: list[ClaimConsumerRef]
+    created_at: datetime | None
+    deleting: bool
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    @classmethod
+    def from_record(cls, rec: ClaimRecord) -> ResourceClaim:
+        return cls(
+            namespace=rec.namespace,
+            name=rec.name,
+            uid=rec.uid,
+            requests=[DeviceRequest.from_record(r) for r in rec.requests],
+            allocated=rec.allocated,
+            devices=[ClaimDevice.from_record(d) for d in rec.devices],
+            reserved_for=[ClaimConsumerRef.from_record(c) for c in rec.reserved_for],
+            created_at=ts(rec.created),
+            deleting=rec.deleting,
+            source=LIVE,
+        )
+
+    @strawberry.field(description=DEGRADED_DESCRIPTION)
+    async def degraded(self, info: Info) -> bool:
+        return await K.kind_degraded(info.context, "resourceclaims")

@@ -1,0 +1,92 @@
+"""Root fields over the live cluster (Kubernetes): nodes, GPUs, pods, Workloads, capacity."""
+
+from __future__ import annotations
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.cluster import capacity as KC
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.schema.cluster.common import KubernetesStatus, LiveConnection
+from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node
+from openrl_inspect.schema.cluster.pod import Pod
+from openrl_inspect.schema.cluster.workload import Workload
+
+
+@strawberry.type
+class ClusterQuery:
+    @strawberry.field(description="Nodes (live), by name.")
+    async def nodes(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> LiveConnection[Node] | None:
+        return LiveConnection.of(await K.nodes(info.context, first, after), Node.from_record)
+
+    @strawberry.field(description="A node by name (live); null with NOT_FOUND when unknown.")
+    async def node(self, info: Info, name: str) -> Node | None:
+        return Node.from_record(await K.node(info.context, name))
+
+    @strawberry.field(description="GPUs (live DRA devices), by driver, pool and device.")
+    async def gpus(
+        self,
+        info: Info,
+        node: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> LiveConnection[Gpu] | None:
+        page = await K.gpus(info.context, node, first, after)
+        return LiveConnection.of(page, Gpu.from_record)
+
+    @strawberry.field(description="A GPU by device UUID (live); null with NOT_FOUND if unknown.")
+    async def gpu(self, info: Info, uuid: str) -> Gpu | None:
+        return Gpu.from_record(await K.gpu(info.context, uuid))
+
+    @strawberry.field(description="A pod by namespace and name (live).")
+    async def pod(self, info: Info, namespace: str, name: str) -> Pod | None:
+        return Pod.from_record(await K.pod(info.context, namespace, name))
+
+    @strawberry.field(
+        description="Pods (live), by namespace and name; filter by model id (label), "
+        "namespace, node or phase."
+    )
+    async def pods(
+        self,
+        info: Info,
+        model: strawberry.ID | None = None,
+        namespace: str | None = None,
+        node: str | None = None,
+        phase: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> LiveConnection[Pod] | None:
+        page = await K.pods(
+            info.context,
+            model_id=model,
+            namespace=namespace,
+            node_name=node,
+            phase=phase,
+            first=first,
+            after=after,
+        )
+        return LiveConnection.of(page, Pod.from_record)
+
+    @strawberry.field(description="Kueue Workloads (live), by namespace and name.")
+    async def workloads(
+        self,
+        info: Info,
+        namespace: str | None = None,
+        model: strawberry.ID | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> LiveConnection[Workload] | None:
+        page = await K.workloads(info.context, namespace, model, first, after)
+        return LiveConnection.of(page, Workload.from_record)
+
+    @strawberry.field(
+        description="GPU capacity (live): total, held, free, unhealthy and tainted, for "
+        "the cluster, per GPU product and per node."
+    )
+    async def capacity(self, info: Info) -> ClusterCapacity | None:
+        return ClusterCapacity.from_record(await KC.cluster_capacity(info.context))
+
+    @strawberry.field(description="The Kubernetes watch cache: synced, degraded, per kind.")
+    async def kubernetes_status(self, info: Info) -> KubernetesStatus | None:
+        return KubernetesStatus.from_record(await K.status(info.context))

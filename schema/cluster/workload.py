@@ -1,0 +1,211 @@
+"""Kueue Workloads (live) and the ranked reasons a model waits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster.waiting import WaitReason as WaitReasonRecord
+from openrl_inspect.schema.cluster.common import (
+    DEGRADED_DESCRIPTION,
+    LIVE,
+    SOURCE_DESCRIPTION,
+    KubeCondition,
+    conditions,
+)
+from openrl_inspect.schema.common import as_json, ts
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+
+
+@strawberry.type(name="WorkloadPodSet")
+class PodSetType:
+    name: str
+    count: int | None
+
+    @classmethod
+    def from_record(cls, rec: PodSet) -> PodSetType:
+        return cls(name=rec.name, count=rec.count)
+
+
+@strawberry.type(description="Which flavors a pod set got, and how much it uses.")
+class PodSetAdmission:
+    name: str
+    flavors: JSON = strawberry.field(description="Resource -> ResourceFlavor.")
+    resource_usage: JSON = strawberry.field(description="Resource -> quantity.")
+    count: int | None
+
+    @classmethod
+    def from_record(cls, rec: PodSetAssignment) -> PodSetAdmission:
+        return cls(
+            name=rec.name,
+            flavors=as_json(dict(rec.flavors)),
+            resource_usage=as_json(dict(rec.resource_usage)),
+            count=rec.count,
+        )
+
+
+@strawberry.type
+class WorkloadAdmission:
+    cluster_queue: str
+    pod_sets: list[PodSetAdmission]
+
+    @classmethod
+    def from_record(cls, rec: Admission) -> WorkloadAdmission:
+        return cls(
+            cluster_queue=rec.cluster_queue,
+            pod_sets=[PodSetAdmission.from_record(a) for a in rec.pod_set_assignments],
+        )
+
+
+def workload_status(rec: WorkloadRecord) -> str:
+    if rec.is_true("Finished"):
+        return "finished"
+    if not rec.active:
+        return "inactive"
+    if rec.is_true("Admitted"):
+        return "admitted"
+    if rec.is_true("Evicted"):
+        return "evicted"
+    if rec.is_true("QuotaReserved"):
+        return "quota_reserved"
+    return "pending"
+
+
+@strawberry.type(description="A Kueue Workload (live): a model's demand, queue and admission.")
+class Workload:
+    namespace: str
+    name: str
+    uid: str
+    model_id: str | None = strawberry.field(description="Its `openrl.ai/model-id` label.")
+    queue_name: str | None = strawberry.field(description="The LocalQueue it was sent to.")
+    priority: int | None
+    priority_class: str | None
+    active: bool
+    status: str = strawberry.field(
+        description="pending, quota_reserved, admitted, evicted, inactive or finished."
+    )
+    admitted_at: datetime | None
+    pod_sets: list[PodSetType]
+    conditions: list[KubeCondition]
+    admission: WorkloadAdmission | None
+    requeue_count: int | None
+    created_at: datetime | None
+    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
+
+    _record: strawberry.Private[WorkloadRecord]
+
+    @classmethod
+    def from_record(cls, rec: WorkloadRecord) -> Workload:
+        admitted = rec.condition("Admitted")
+        return cls(
+            namespace=rec.namespace,
+            name=rec.name,
+            uid=rec.uid,
+            model_id=rec.model_id,
+            queue_name=rec.queue_name,
+            priority=rec.priority,
+            priority_class=rec.priority_class,
+            active=rec.active,
+            status=workload_status(rec),
+            admitted_at=(
+                ts(admitted.last_transition)
+                if admitted is not None and admitted.status == "True"
+                else None
+            ),
+            pod_sets=[PodSetType.from_record(p) for p in rec.pod_sets],
+            conditions=conditions(rec.conditions),
+            admission=WorkloadAdmission.from_record(rec.admission) if rec.admission else None,
+            requeue_count=rec.requeue_count,
+            created_at=ts(rec.created),
+            source=LIVE,
+            _record=rec,
+        )
+
+    @strawberry.field(description=DEGRADED_DESCRIPTION)
+    async def degraded(self, info: Info) -> bool:
+        return await K.kind_degraded(info.context, "workloads")
+
+    @strawberry.field(description="The model its label names, from Redis.")
+    async def model(self, info: Info) -> ModelT | None:
+        from openrl_inspect.schema.state.model import Model
+
+        rec = await K.model_by_label(info.context, self._record.model_id)
+        return Model.from_record(rec) if rec else None
+
+
+@strawberry.enum(description="What kind of cause a wait reason is.")
+class WaitReasonKind(Enum):
+    NO_WORKLOAD = "NO_WORKLOAD"
+    WORKLOAD_FINISHED = "WORKLOAD_FINISHED"
+    WORKLOAD_INACTIVE = "WORKLOAD_INACTIVE"
+    EVICTED = "EVICTED"
+    PREEMPTED = "PREEMPTED"
+    INADMISSIBLE = "INADMISSIBLE"
+    QUOTA = "QUOTA"
+    PENDING = "PENDING"
+    REQUEUED = "REQUEUED"
+    ADMISSION_CHECK = "ADMISSION_CHECK"
+    NO_PODS = "NO_PODS"
+    POD_GATED = "POD_GATED"
+    UNSCHEDULABLE = "UNSCHEDULABLE"
+    CLAIM_UNALLOCATED = "CLAIM_UNALLOCATED"
+    CONTAINER_ERROR = "CONTAINER_ERROR"
+    POD_FAILED = "POD_FAILED"
+    CONTAINER_WAITING = "CONTAINER_WAITING"
+    NO_WORKLOAD_FOR_PODS = "NO_WORKLOAD_FOR_PODS"
+    NOTHING_FOUND = "NOTHING_FOUND"
+
+
+@strawberry.type(
+    description="One likely reason a model waits, from live Kubernetes state: rank 1 is "
+    "the most likely (causes earlier on the way to GPUs block the later ones)."
+)
+class WaitReason:
+    rank: int
+    kind: WaitReasonKind
+    source: str = strawberry.field(
+        description="Who reports it: kueue, scheduler, dra, kubelet, kubernetes, inspector."
+    )
+    object: str | None = strawberry.field(
+        description="The object it comes from (`Workload ns/name`, `Pod ns/name`...)."
+    )
+    reason: str | None = strawberry.field(description="The condition's reason.")
+    message: str = strawberry.field(description="The condition's message, verbatim.")
+    since: datetime | None
+    waited_seconds: float | None = strawberry.field(description="From `since` to now.")
+    resource: str | None = strawberry.field(description="Quota: the resource short.")
+    flavor: str | None = strawberry.field(description="Quota: the ResourceFlavor short.")
+    shortfall: int | None = strawberry.field(description="Quota: how many more are needed.")
+    queue_position: int | None = strawberry.field(
+        description="Position among the pending Workloads of its LocalQueue (priority, "
+        "then age), estimated from the cache; 1 is next."
+    )
+    queue_length: int | None = strawberry.field(description="Pending Workloads in that queue.")
+
+    @classmethod
+    def from_record(cls, rec: WaitReasonRecord) -> WaitReason:
+        return cls(
+            rank=rec.rank,
+            kind=WaitReasonKind(rec.kind),
+            source=rec.source,
+            object=rec.object,
+            reason=rec.reason,
+            message=rec.message,
+            since=ts(rec.since),
+            waited_seconds=rec.waited_seconds,
+            resource=rec.resource,
+            flavor=rec.flavor,
+            shortfall=rec.shortfall,
+            queue_position=rec.queue_position,
+            queue_length=rec.queue_length,
+        )

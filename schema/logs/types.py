@@ -1,0 +1,334 @@
+"""Logs: worker logs (Cloud Logging, or the pods' logs from Kubernetes) and client logs
+(Redis), merged in time order; their types, and the mixins adding ``logs`` to Model,
+Session and Pod.
+
+Every answer is bounded (entries and bytes), says when and why it stopped, and carries
+the exact filter the worker-log backend applied with a Logs Explorer link for the same
+window. Filter arguments are values, never query text: whatever they hold, they select
+by equality or substring and cannot change what else is selected. When the backends
+fail, only these fields go null (with a coded error); the rest of the answer stands.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, cast
+
+import strawberry
+from openrl_inspect.adapters.logs import LogEntry as LogEntryRecord
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.logs import reads as L
+from openrl_inspect.schema.common import as_json
+from openrl_inspect.schema.connection import PageInfo
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.cluster.pod import Pod
+    from openrl_inspect.schema.state.model import Model
+    from openrl_inspect.schema.state.session import Session
+
+
+@strawberry.enum(description="LogSeverity of Cloud Logging, lowest first.")
+class LogSeverity(Enum):
+    DEFAULT = "DEFAULT"
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    NOTICE = "NOTICE"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+    ALERT = "ALERT"
+    EMERGENCY = "EMERGENCY"
+
+
+@strawberry.enum(description="Where a log line came from.")
+class LogSourceKind(Enum):
+    WORKER = strawberry.enum_value(
+        "worker", description="A worker's log, as shipped to Cloud Logging."
+    )
+    POD = strawberry.enum_value("pod", description="A pod's log, read from the Kubernetes API.")
+    CLIENT = strawberry.enum_value("client", description="A line the client reported (Redis).")
+
+
+@strawberry.enum
+class LogOrder(Enum):
+    OLDEST_FIRST = "oldest_first"
+    NEWEST_FIRST = "newest_first"
+
+
+@strawberry.enum(description="The backend the worker logs were read from.")
+class LogBackend(Enum):
+    CLOUD_LOGGING = "cloud_logging"
+    KUBERNETES = strawberry.enum_value(
+        "kubernetes", description="The pods' logs through the Kubernetes API (the fallback)."
+    )
+
+
+@strawberry.enum(description="Why a logs answer is short.")
+class LogTruncation(Enum):
+    LIMIT = strawberry.enum_value("limit", description="`first` lines were returned.")
+    MAX_ENTRIES = strawberry.enum_value("max_entries", description="The server's entry cap.")
+    MAX_BYTES = strawberry.enum_value("max_bytes", description="The answer's byte budget.")
+    SCAN_BUDGET = strawberry.enum_value(
+        "scan_budget", description="Too many lines were scanned for one answer."
+    )
+    TIME_BUDGET = strawberry.enum_value(
+        "time_budget", description="The backend's time budget for one answer ran out."
+    )
+    SOURCE_LIMIT = strawberry.enum_value(
+        "source_limit",
+        description="Pod logs: a tail or byte cap left out lines of the window that no "
+        "cursor reaches; narrow the window.",
+    )
+    MODELS = strawberry.enum_value(
+        "models", description="A session with more models than one answer reads."
+    )
+
+
+@strawberry.type(description="Who wrote a log line.")
+class LogSource:
+    kind: LogSourceKind
+    role: str | None = strawberry.field(description="The worker role (trainer, sampler).")
+    pod: str | None
+    container: str | None
+    model_id: strawberry.ID | None
+
+
+@strawberry.type(description="One log line, bounded: a long message ends with a marker.")
+class LogEntry:
+    time: datetime
+    severity: LogSeverity
+    source: LogSource
+    message: str
+    fields: JSON = strawberry.field(description="Structured fields (bounded in number/size).")
+    truncated_chars: int = strawberry.field(description="Characters cut from the message.")
+    insert_id: str | None = strawberry.field(description="The backend's id of the line.")
+
+    @classmethod
+    def from_record(cls, rec: LogEntryRecord) -> LogEntry:
+        return cls(
+            time=rec.timestamp,
+            severity=LogSeverity(rec.severity),
+            source=LogSource(
+                kind=LogSourceKind(rec.source.value),
+                role=rec.role,
+                pod=rec.pod,
+                container=rec.container,
+                model_id=strawberry.ID(rec.model_id) if rec.model_id else None,
+            ),
+            message=rec.message,
+            fields=as_json(dict(rec.fields)),
+            truncated_chars=rec.truncated_chars,
+            insert_id=rec.insert_id,
+        )
+
+
+@strawberry.type(description="The exact filter of one worker-log read.")
+class LogFilter:
+    key: str = strawberry.field(description="The model id, or namespace/pod.")
+    filter: str
+    explorer_url: str | None
+
+
+@strawberry.type(
+    description="A bounded page of log lines in time order. `truncated` with "
+    "`pageInfo.endCursor` when more follow (pass it as `after`)."
+)
+class LogConnection:
+    nodes: list[LogEntry]
+    page_info: PageInfo
+    truncated: bool
+    truncated_reason: LogTruncation | None
+    bytes: int = strawberry.field(description="Bytes of line text in this page.")
+    since: datetime = strawberry.field(description="The window's start (inclusive).")
+    until: datetime = strawberry.field(description="The window's end (inclusive).")
+    backend: LogBackend | None = strawberry.field(
+        description="Where the worker logs came from; null when none were read."
+    )
+    fallback_reason: str | None = strawberry.field(
+        description="Why the worker logs came from the pods' logs instead of Cloud Logging."
+    )
+    filter: str | None = strawberry.field(
+        description="The exact worker-log filter (several reads: ORed), in the Logging "
+        "query language."
+    )
+    explorer_url: str | None = strawberry.field(
+        description="A Logs Explorer link for `filter` over the window: everything else."
+    )
+    filters: list[LogFilter] = strawberry.field(description="Each worker-log read's filter.")
+
+    @classmethod
+    def from_answer(cls, answer: L.LogAnswer) -> LogConnection:
+        return cls(
+            nodes=[LogEntry.from_record(e) for e in answer.entries],
+            page_info=PageInfo(
+                has_next_page=answer.next_cursor is not None,
+                has_previous_page=answer.has_previous,
+                start_cursor=None,
+                end_cursor=answer.next_cursor,
+            ),
+            truncated=answer.truncated,
+            truncated_reason=LogTruncation(answer.truncated_reason.value)
+            if answer.truncated_reason
+            else None,
+            bytes=answer.bytes_used,
+            since=answer.start,
+            until=answer.end,
+            backend=LogBackend(answer.backend) if answer.backend else None,
+            fallback_reason=answer.fallback_reason,
+            filter=answer.filter,
+            explorer_url=answer.explorer_url,
+            filters=[
+                LogFilter(key=f.key, filter=f.filter, explorer_url=f.explorer_url)
+                for f in answer.filters
+            ],
+        )
+
+
+# --------------------------------------------------------------------------- arguments
+
+Since = Annotated[
+    datetime | None,
+    strawberry.argument(
+        description="Window start (with a zone). Default: 10 min before a failed model's "
+        "failure, an hour before an end, else an hour ago."
+    ),
+]
+Until = Annotated[
+    datetime | None,
+    strawberry.argument(description="Window end (default: 2 min after a failure/end, or now)."),
+]
+Severity = Annotated[
+    LogSeverity | None, strawberry.argument(description="Only lines at least this severe.")
+]
+Text = Annotated[
+    str | None,
+    strawberry.argument(description="Only lines whose message contains this (any case)."),
+]
+Role = Annotated[
+    str | None, strawberry.argument(description="Only this worker role (no client lines).")
+]
+PodName = Annotated[str | None, strawberry.argument(description="Only this pod (no client lines).")]
+First = Annotated[
+    int | None, strawberry.argument(description="Lines per page (default and maximum 100).")
+]
+WorkerLogs = Annotated[bool, strawberry.argument(description="Include the workers' logs.")]
+ClientLogs = Annotated[bool, strawberry.argument(description="Include the client's lines.")]
+
+
+def _args(
+    since: datetime | None,
+    until: datetime | None,
+    severity: LogSeverity | None,
+    text: str | None,
+    order: LogOrder,
+    first: int | None,
+    after: str | None,
+    role: str | None = None,
+    pod: str | None = None,
+    worker_logs: bool = True,
+    client_logs: bool = True,
+) -> L.LogArgs:
+    return L.LogArgs(
+        since=since,
+        until=until,
+        severity=severity.value if severity is not None else None,
+        text=text,
+        role=role,
+        pod=pod,
+        newest_first=order is LogOrder.NEWEST_FIRST,
+        first=first,
+        after=after,
+        worker_logs=worker_logs,
+        client_logs=client_logs,
+    )
+
+
+MODEL_LOGS = (
+    "Its worker logs (Cloud Logging, or its pods' logs) and client lines, merged in time "
+    "order; for a failed model, by default the minutes around its failure."
+)
+
+
+@strawberry.type
+class ModelLogFields:
+    """``Model.logs``."""
+
+    @strawberry.field(description=MODEL_LOGS)
+    async def logs(
+        self,
+        info: Info,
+        since: Since = None,
+        until: Until = None,
+        severity: Severity = None,
+        text: Text = None,
+        role: Role = None,
+        pod: PodName = None,
+        order: LogOrder = LogOrder.OLDEST_FIRST,
+        first: First = None,
+        after: str | None = None,
+        worker_logs: WorkerLogs = True,
+        client_logs: ClientLogs = True,
+    ) -> LogConnection | None:
+        args = _args(
+            since, until, severity, text, order, first, after, role, pod, worker_logs, client_logs
+        )
+        mid = cast("Model", self).id
+        return LogConnection.from_answer(await L.model_logs(info.context, mid, args))
+
+
+@strawberry.type
+class SessionLogFields:
+    """``Session.logs``."""
+
+    @strawberry.field(
+        description="The logs of its models (the newest ten), merged in time order; by "
+        "default the last hour (or the hour before it closed)."
+    )
+    async def logs(
+        self,
+        info: Info,
+        since: Since = None,
+        until: Until = None,
+        severity: Severity = None,
+        text: Text = None,
+        role: Role = None,
+        pod: PodName = None,
+        order: LogOrder = LogOrder.OLDEST_FIRST,
+        first: First = None,
+        after: str | None = None,
+        worker_logs: WorkerLogs = True,
+        client_logs: ClientLogs = True,
+    ) -> LogConnection | None:
+        args = _args(
+            since, until, severity, text, order, first, after, role, pod, worker_logs, client_logs
+        )
+        sid = cast("Session", self).id
+        return LogConnection.from_answer(await L.session_logs(info.context, sid, args))
+
+
+@strawberry.type
+class PodLogFields:
+    """``Pod.logs``."""
+
+    @strawberry.field(
+        description="Its logs (Cloud Logging, or read from the Kubernetes API), by default "
+        "the last hour."
+    )
+    async def logs(
+        self,
+        info: Info,
+        since: Since = None,
+        until: Until = None,
+        severity: Severity = None,
+        text: Text = None,
+        order: LogOrder = LogOrder.OLDEST_FIRST,
+        first: First = None,
+        after: str | None = None,
+    ) -> LogConnection | None:
+        args = _args(since, until, severity, text, order, first, after)
+        pod = cast("Pod", self)
+        return LogConnection.from_answer(
+            await L.pod_logs(info.context, pod.namespace, pod.name, args)
+        )

@@ -1,0 +1,85 @@
+"""Root fields over GPU metrics (Prometheus): duty by GPU UUID or node, charts, and the
+operators' guarded raw PromQL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.schema.metrics.types import (
+    DUTY_WINDOW_S,
+    GpuChartMetric,
+    GpuDuty,
+    GpuSeries,
+    NodeDuty,
+    RawQueryResult,
+    Window,
+    epoch,
+)
+
+
+@strawberry.type
+class MetricsQuery:
+    @strawberry.field(
+        description="Mean duty of each GPU (by device UUID) over the window, in the order "
+        f"given (at most {M.MAX_GPUS:,}); one Prometheus query per duty metric in all."
+    )
+    async def gpu_duty(
+        self,
+        info: Info,
+        uuids: list[str],
+        window_seconds: Window = DUTY_WINDOW_S,
+    ) -> list[GpuDuty] | None:
+        found = await M.gpu_duty(info.context, uuids, window_seconds)
+        return [GpuDuty.from_record(r) for r in found]
+
+    @strawberry.field(
+        description="One GPU's metric over time, for charts: from `start` (default an "
+        "hour before `end`) to `end` (default now), a point per `step` seconds (raised "
+        "to at least 30 s and to keep 1,000 points at most)."
+    )
+    async def gpu_series(
+        self,
+        info: Info,
+        uuid: str,
+        metric: GpuChartMetric = GpuChartMetric.DUTY,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        step: float | None = None,
+    ) -> GpuSeries | None:
+        rec = await M.gpu_series(info.context, uuid, metric.value, epoch(start), epoch(end), step)
+        return GpuSeries.from_record(rec)
+
+    @strawberry.field(
+        description="Mean duty of each node's GPUs (DCGM `Hostname`) over the window."
+    )
+    async def node_duty(
+        self,
+        info: Info,
+        nodes: list[str],
+        window_seconds: Window = DUTY_WINDOW_S,
+    ) -> list[NodeDuty] | None:
+        found = await M.node_duty(info.context, nodes, window_seconds)
+        return [NodeDuty.from_record(r) for r in found]
+
+    @strawberry.field(
+        description="Operators only: a raw PromQL query, instant at `time` (default now) "
+        "or over `start`..`end` by `step`. Off unless OPENRL_INSPECT_PROMETHEUS_RAW_QUERY "
+        "is true (RAW_QUERY_DISABLED otherwise); range, step, range selectors, series and "
+        "samples are capped (OPENRL_INSPECT_PROMETHEUS_RAW_MAX_*)."
+    )
+    async def prometheus_query(
+        self,
+        info: Info,
+        query: str,
+        time: datetime | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        step: float | None = None,
+    ) -> RawQueryResult | None:
+        rec = await M.prometheus_query(
+            info.context, query, epoch(time), epoch(start), epoch(end), step
+        )
+        return RawQueryResult.from_record(rec)

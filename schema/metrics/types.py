@@ -1,0 +1,484 @@
+"""GPU activity (DCGM) and serving (vLLM) metrics: their types, and the mixins that add
+metric fields to Model, Session, Placement and Worker.
+
+Every field here reads Prometheus: when it is down, slow or not configured, only these
+fields go null (``BACKEND_UNAVAILABLE`` / ``BACKEND_TIMEOUT`` /
+``BACKEND_NOT_CONFIGURED`` with ``backend: prometheus``) and the rest of the answer
+stands.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Annotated, Protocol, cast
+
+import strawberry
+from openrl_inspect.adapters import prometheus as gm
+from openrl_inspect.adapters.prometheus import RawAnswer, Sample
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.schema.common import as_json, ts
+from strawberry.scalars import JSON
+
+DUTY_WINDOW_S = 600.0
+ACTIVITY_WINDOW_S = 3600.0
+VLLM_WINDOW_S = 300.0
+
+WINDOW_HELP = "Seconds before now (at most 31 days)."
+Window = Annotated[float, strawberry.argument(description=WINDOW_HELP)]
+VllmWindow = Annotated[float, strawberry.argument(description="Window of rates and quantiles.")]
+PlacementWindow = Annotated[
+    float, strawberry.argument(description="Seconds before the release (or now).")
+]
+
+
+def epoch(value: datetime | None) -> float | None:
+    """An API time as epoch seconds; a time without a zone is taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def _at(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=UTC)
+
+
+@strawberry.enum(description="What a GPU chart can show.")
+class GpuChartMetric(Enum):
+    DUTY = strawberry.enum_value(
+        gm.DUTY,
+        description="DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1), else DCGM_FI_DEV_GPU_UTIL / 100.",
+    )
+    GR_ENGINE_ACTIVE = gm.GR_ENGINE_ACTIVE
+    SM_ACTIVE = gm.SM_ACTIVE
+    PIPE_TENSOR_ACTIVE = gm.PIPE_TENSOR_ACTIVE
+    DRAM_ACTIVE = gm.DRAM_ACTIVE
+    GPU_UTIL = gm.GPU_UTIL
+    FB_USED = gm.FB_USED
+    POWER_USAGE = gm.POWER_USAGE
+    GPU_TEMP = gm.GPU_TEMP
+
+
+@strawberry.type(description="A GPU's mean duty (0..1) over a window, from DCGM.")
+class GpuDuty:
+    uuid: str = strawberry.field(
+        description="Empty for a GPU known by its node and index only (no UUID label)."
+    )
+    value: float | None = strawberry.field(
+        description="Mean over the window; null when the GPU has no DCGM samples in it."
+    )
+    metric: str | None = strawberry.field(
+        description="The DCGM metric used: DCGM_FI_PROF_GR_ENGINE_ACTIVE, or "
+        "DCGM_FI_DEV_GPU_UTIL (divided by 100) for GPUs that do not export it."
+    )
+    joined_by: str | None = strawberry.field(
+        description="How the series was found: `uuid` (its UUID label) or `hostname_gpu`."
+    )
+    window_seconds: float
+    window_end: datetime
+
+    @classmethod
+    def from_record(cls, rec: M.GpuDutyRecord) -> GpuDuty:
+        d = rec.duty
+        return cls(
+            uuid=rec.uuid,
+            value=d.value if d else None,
+            metric=d.metric if d else None,
+            joined_by=d.joined_by if d else None,
+            window_seconds=rec.window_s,
+            window_end=_at(rec.at),
+        )
+
+
+@strawberry.type(description="The mean duty of a node's GPUs over a window.")
+class NodeDuty:
+    node: str
+    value: float | None = strawberry.field(description="Null when no GPU of it has samples.")
+    gpus: int = strawberry.field(description="GPUs of the node with samples in the window.")
+    metric: str | None
+    window_seconds: float
+    window_end: datetime
+
+    @classmethod
+    def from_record(cls, rec: M.NodeDutyRecord) -> NodeDuty:
+        d = rec.duty
+        return cls(
+            node=rec.node,
+            value=d.value if d else None,
+            gpus=d.gpus if d else 0,
+            metric=d.metric if d else None,
+            window_seconds=rec.window_s,
+            window_end=_at(rec.at),
+        )
+
+
+@strawberry.type
+class SeriesPoint:
+    at: datetime
+    value: float | None = strawberry.field(description="Null for NaN or infinite values.")
+
+
+def _points(samples: tuple[Sample, ...]) -> list[SeriesPoint]:
+    return [SeriesPoint(at=_at(p.t), value=p.v if math.isfinite(p.v) else None) for p in samples]
+
+
+@strawberry.type(description="A GPU metric over time; each point is the mean over its step.")
+class GpuSeries:
+    uuid: str
+    requested: GpuChartMetric
+    metric: str | None = strawberry.field(description="The DCGM metric the points come from.")
+    start: datetime
+    end: datetime
+    step_seconds: float | None
+    points: list[SeriesPoint]
+    truncated: bool
+
+    @classmethod
+    def from_record(cls, rec: M.GpuSeriesRecord) -> GpuSeries:
+        s = rec.series
+        return cls(
+            uuid=rec.uuid,
+            requested=GpuChartMetric(rec.requested),
+            metric=s.metric if s else None,
+            start=_at(rec.start),
+            end=_at(rec.end),
+            step_seconds=s.step if s else None,
+            points=_points(s.points) if s else [],
+            truncated=s.truncated if s else False,
+        )
+
+
+@strawberry.type(description="A GPU held by a placement, within the window asked for.")
+class HeldSpan:
+    model_id: strawberry.ID
+    placement_id: strawberry.ID
+    start: datetime
+    end: datetime
+    seconds: float
+
+
+@strawberry.type(description="One GPU a model held over the window, and how busy it was.")
+class HeldGpu:
+    uuid: str
+    node: str | None
+    held_seconds: float
+    covered_seconds: float = strawberry.field(description="Held time that had DCGM samples.")
+    duty: float | None = strawberry.field(
+        description="Its duty (0..1) averaged over the time it was held; null without samples."
+    )
+    metric: str | None
+    spans: list[HeldSpan]
+
+    @classmethod
+    def from_record(cls, rec: M.HeldGpu) -> HeldGpu:
+        act = rec.activity
+        return cls(
+            uuid=rec.uuid,
+            node=rec.node,
+            held_seconds=rec.held_s,
+            covered_seconds=act.covered_gpu_seconds if act else 0.0,
+            duty=act.duty if act else None,
+            metric=act.metrics[0] if act and act.metrics else None,
+            spans=[
+                HeldSpan(
+                    model_id=strawberry.ID(s.model_id),
+                    placement_id=strawberry.ID(s.placement_id),
+                    start=_at(s.start),
+                    end=_at(s.end),
+                    seconds=s.end - s.start,
+                )
+                for s in rec.spans
+            ],
+        )
+
+
+@strawberry.type(
+    description="The GPUs held over a window (from the placements recorded in Redis) and "
+    "their duty from DCGM, weighted by the time each was held."
+)
+class GpuActivity:
+    window_seconds: float
+    window_start: datetime
+    window_end: datetime
+    duty: float | None = strawberry.field(
+        description="Duty (0..1) of all held GPUs together, weighted by time held; null "
+        "when nothing held had samples."
+    )
+    held_gpu_seconds: float
+    covered_gpu_seconds: float = strawberry.field(description="Held time that had samples.")
+    gpu_count: int
+    metrics: list[str] = strawberry.field(description="The DCGM metrics that contributed.")
+    step_seconds: float | None = strawberry.field(description="Resolution of the samples.")
+    truncated: bool = strawberry.field(
+        description="True when placements or models past one page, or samples past the "
+        "caps, were left out."
+    )
+    gpus: list[HeldGpu]
+
+    @classmethod
+    def from_record(cls, rec: M.GpuActivityRecord) -> GpuActivity:
+        act = rec.activity
+        return cls(
+            window_seconds=rec.window_s,
+            window_start=_at(rec.start),
+            window_end=_at(rec.end),
+            duty=act.duty if act else None,
+            held_gpu_seconds=sum(g.held_s for g in rec.gpus),
+            covered_gpu_seconds=act.covered_gpu_seconds if act else 0.0,
+            gpu_count=len(rec.gpus),
+            metrics=list(act.metrics) if act else [],
+            step_seconds=act.step if act else None,
+            truncated=rec.truncated or bool(act and act.truncated),
+            gpus=[HeldGpu.from_record(g) for g in rec.gpus],
+        )
+
+
+@strawberry.type(description="A vLLM server's state (the sampler's engine), from Prometheus.")
+class VllmStats:
+    requests_running: float | None
+    requests_waiting: float | None
+    kv_cache_usage: float | None = strawberry.field(description="0..1.")
+    generation_tokens_per_second: float | None
+    ttft_p50_seconds: float | None = strawberry.field(description="Time to first token.")
+    ttft_p95_seconds: float | None
+
+    @classmethod
+    def from_record(cls, rec: gm.VllmStats) -> VllmStats:
+        return cls(
+            requests_running=rec.requests_running,
+            requests_waiting=rec.requests_waiting,
+            kv_cache_usage=rec.kv_cache_usage,
+            generation_tokens_per_second=rec.generation_tokens_per_s,
+            ttft_p50_seconds=rec.ttft_p50_s,
+            ttft_p95_seconds=rec.ttft_p95_s,
+        )
+
+
+@strawberry.type(description="A sampler pod and its vLLM stats over the window.")
+class SamplerStats:
+    pod: str
+    worker_id: strawberry.ID | None
+    window_seconds: float
+    stats: VllmStats | None = strawberry.field(description="Null when it exports no vLLM metrics.")
+
+    @classmethod
+    def from_record(cls, rec: M.SamplerRecord) -> SamplerStats:
+        return cls(
+            pod=rec.pod,
+            worker_id=strawberry.ID(rec.worker_id) if rec.worker_id else None,
+            window_seconds=rec.window_s,
+            stats=VllmStats.from_record(rec.stats) if rec.stats else None,
+        )
+
+
+@strawberry.type
+class RawSeries:
+    labels: JSON
+    points: list[SeriesPoint]
+    truncated: bool = strawberry.field(description="Samples of this series were dropped.")
+
+
+@strawberry.type(description="A raw PromQL answer, capped in series and samples.")
+class RawQueryResult:
+    result_type: str = strawberry.field(description="vector, matrix or scalar.")
+    series: list[RawSeries]
+    series_truncated: bool
+    samples_truncated: bool
+    truncated: bool
+    warnings: list[str]
+    time: datetime | None = strawberry.field(description="Instant queries: evaluated at.")
+    start: datetime | None
+    end: datetime | None
+    step_seconds: float | None
+
+    @classmethod
+    def from_record(cls, rec: RawAnswer) -> RawQueryResult:
+        return cls(
+            result_type=rec.result_type,
+            series=[
+                RawSeries(
+                    labels=as_json(dict(s.labels)),
+                    points=_points(s.samples),
+                    truncated=s.truncated,
+                )
+                for s in rec.series
+            ],
+            series_truncated=rec.series_truncated,
+            samples_truncated=rec.samples_truncated,
+            truncated=rec.truncated,
+            warnings=list(rec.warnings),
+            time=ts(rec.at),
+            start=ts(rec.start),
+            end=ts(rec.end),
+            step_seconds=rec.step,
+        )
+
+
+# ---------------------------------------------------------------- mixins
+
+
+class _Ident(Protocol):
+    id: strawberry.ID
+
+
+class _Held(Protocol):
+    gpu_ids: list[str]
+    admitted_at: datetime | None
+    released_at: datetime | None
+
+
+class _Device(Protocol):
+    uuid: str | None
+    node_name: str | None
+    index: int | None
+
+
+class _Named(Protocol):
+    name: str
+
+
+class _Proc(Protocol):
+    role: str
+    pod: str
+    gpu_ids: list[str]
+
+
+def _own_id(obj: object) -> str:
+    return str(cast(_Ident, obj).id)
+
+
+@strawberry.type
+class ModelMetricsFields:
+    """Metric fields of ``Model`` (from Prometheus)."""
+
+    @strawberry.field(
+        description="The GPUs this model held over the last `windowSeconds` (from its "
+        "placements in Redis), each with its DCGM duty, and the duty of all of them "
+        "weighted by the time held."
+    )
+    async def gpu_activity(
+        self,
+        info: Info,
+        window_seconds: Window = ACTIVITY_WINDOW_S,
+    ) -> GpuActivity | None:
+        rec = await M.model_gpu_activity(info.context, _own_id(self), window_seconds)
+        return GpuActivity.from_record(rec)
+
+    @strawberry.field(description="vLLM stats of the model's sampler pods (its `sampler` workers).")
+    async def sampling(
+        self,
+        info: Info,
+        window_seconds: VllmWindow = VLLM_WINDOW_S,
+    ) -> list[SamplerStats] | None:
+        found = await M.model_sampling(info.context, _own_id(self), window_seconds)
+        return [SamplerStats.from_record(r) for r in found]
+
+
+@strawberry.type
+class SessionMetricsFields:
+    """Metric fields of ``Session``."""
+
+    @strawberry.field(
+        description="The GPUs the session's models held over the last `windowSeconds`, "
+        "with their duty weighted by the time held."
+    )
+    async def gpu_activity(
+        self,
+        info: Info,
+        window_seconds: Window = ACTIVITY_WINDOW_S,
+    ) -> GpuActivity | None:
+        rec = await M.session_gpu_activity(info.context, _own_id(self), window_seconds)
+        return GpuActivity.from_record(rec)
+
+
+@strawberry.type
+class PlacementMetricsFields:
+    """Metric fields of ``Placement``."""
+
+    @strawberry.field(
+        description="Duty of each recorded GPU over the last `windowSeconds` this "
+        "placement held it: the window ends at the release (now while held) and starts "
+        "no earlier than the admission; weighted by time."
+    )
+    async def gpu_duty(
+        self,
+        info: Info,
+        window_seconds: PlacementWindow = DUTY_WINDOW_S,
+    ) -> list[GpuDuty] | None:
+        held = cast(_Held, self)
+        found = await M.placement_gpu_duty(
+            info.context,
+            held.gpu_ids,
+            epoch(held.admitted_at),
+            epoch(held.released_at),
+            window_seconds,
+        )
+        return [GpuDuty.from_record(r) for r in found]
+
+
+@strawberry.type
+class WorkerMetricsFields:
+    """Metric fields of ``Worker``."""
+
+    @strawberry.field(description="Duty of each of the worker's GPUs over the window.")
+    async def gpu_duty(
+        self,
+        info: Info,
+        window_seconds: Window = DUTY_WINDOW_S,
+    ) -> list[GpuDuty] | None:
+        found = await M.gpus_duty(info.context, cast(_Proc, self).gpu_ids, window_seconds)
+        return [GpuDuty.from_record(r) for r in found]
+
+    @strawberry.field(description="vLLM stats of the worker's pod (samplers); null otherwise.")
+    async def vllm(
+        self,
+        info: Info,
+        window_seconds: VllmWindow = VLLM_WINDOW_S,
+    ) -> VllmStats | None:
+        rec = await M.pod_vllm(info.context, cast(_Proc, self).pod, window_seconds)
+        return VllmStats.from_record(rec) if rec else None
+
+
+@strawberry.type
+class GpuMetricsFields:
+    """Metric fields of the Kubernetes ``GPU`` (by UUID; by node and index without one)."""
+
+    @strawberry.field(description="Its mean DCGM duty over the window.")
+    async def duty(self, info: Info, window_seconds: Window = DUTY_WINDOW_S) -> GpuDuty | None:
+        dev = cast(_Device, self)
+        rec = await M.device_duty(info.context, dev.uuid, dev.node_name, dev.index, window_seconds)
+        return GpuDuty.from_record(rec) if rec else None
+
+    @strawberry.field(
+        description="Its metric over time: from `start` (default an hour before `end`) to "
+        "`end` (default now), a point per `step` seconds (at least 30 s, 1,000 points at "
+        "most)."
+    )
+    async def series(
+        self,
+        info: Info,
+        metric: GpuChartMetric = GpuChartMetric.DUTY,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        step: float | None = None,
+    ) -> GpuSeries | None:
+        dev = cast(_Device, self)
+        key = M.device_key(dev.uuid, dev.node_name, dev.index)
+        if key is None:
+            return None
+        rec = await M.gpu_series(info.context, key, metric.value, epoch(start), epoch(end), step)
+        return GpuSeries.from_record(rec)
+
+
+@strawberry.type
+class NodeMetricsFields:
+    """Metric fields of the Kubernetes ``Node``."""
+
+    @strawberry.field(description="The mean DCGM duty of its GPUs over the window.")
+    async def duty(self, info: Info, window_seconds: Window = DUTY_WINDOW_S) -> NodeDuty | None:
+        found = await M.node_duty(info.context, [cast(_Named, self).name], window_seconds)
+        return NodeDuty.from_record(found[0])

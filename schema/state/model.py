@@ -1,0 +1,125 @@
+"""Model: one LoRA training run on a base model, driven by ops step after step."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.cluster.links import ModelClusterFields
+from openrl_inspect.schema.common import ModelState, StateTransition, as_json, ts
+from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.logs.types import ModelLogFields
+from openrl_inspect.schema.metrics.types import ModelMetricsFields
+from openrl_inspect.schema.summary.model import ModelSummaryFields
+from openrl_inspect.state.records import ModelRecord
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.op import Op
+    from openrl_inspect.schema.state.placement import Placement
+    from openrl_inspect.schema.state.session import Session
+    from openrl_inspect.schema.state.step import Step
+    from openrl_inspect.schema.state.worker import Worker
+
+SessionT = Annotated["Session", strawberry.lazy("openrl_inspect.schema.state.session")]
+StepT = Annotated["Step", strawberry.lazy("openrl_inspect.schema.state.step")]
+OpT = Annotated["Op", strawberry.lazy("openrl_inspect.schema.state.op")]
+WorkerT = Annotated["Worker", strawberry.lazy("openrl_inspect.schema.state.worker")]
+PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.state.placement")]
+
+
+@strawberry.type
+class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLogFields):
+    id: strawberry.ID
+    session_id: strawberry.ID
+    base_model: str
+    lora: JSON = strawberry.field(description="LoRA configuration (rank, alpha, targets...).")
+    settings: JSON
+    state: ModelState
+    state_since: datetime | None
+    created_at: datetime | None
+    transitions: list[StateTransition] = strawberry.field(
+        description="The last time the model entered each state, in time order."
+    )
+    failure_reason: str | None
+    latest_step: int | None = strawberry.field(description="Highest step number recorded.")
+    step_count: int = strawberry.field(description="Steps taken (steps are numbered from 0).")
+    kept_steps: int = strawberry.field(description="Steps still kept after retention trimming.")
+
+    @classmethod
+    def from_record(cls, rec: ModelRecord) -> Model:
+        transitions = sorted(rec.transitions.items(), key=lambda kv: kv[1])
+        return cls(
+            id=strawberry.ID(rec.id),
+            session_id=strawberry.ID(rec.session_id),
+            base_model=rec.base_model,
+            lora=as_json(rec.lora),
+            settings=as_json(rec.settings),
+            state=ModelState(rec.state),
+            state_since=ts(rec.state_at),
+            created_at=ts(rec.created_at),
+            transitions=[
+                StateTransition(state=ModelState(s), at=ts(at))  # type: ignore[arg-type]
+                for s, at in transitions
+            ],
+            failure_reason=rec.failure_reason,
+            latest_step=rec.latest_step,
+            step_count=0 if rec.latest_step is None else rec.latest_step + 1,
+            kept_steps=rec.kept_steps,
+        )
+
+    @strawberry.field
+    async def session(self, info: Info) -> SessionT | None:
+        from openrl_inspect.schema.state.session import Session
+
+        rec = await info.context.loaders.sessions.load(self.session_id)
+        return Session.from_record(rec) if rec else None
+
+    @strawberry.field(description="Steps, newest first.")
+    async def steps(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[StepT]:
+        from openrl_inspect.schema.state.step import Step
+
+        page = await R.model_steps(info.context, self.id, first, after)
+        return Connection.of(page, Step.from_record)
+
+    @strawberry.field(description="One step by number; null when not kept.")
+    async def step(self, info: Info, number: int) -> StepT | None:
+        from openrl_inspect.schema.state.step import Step
+
+        rec = await R.model_step(info.context, self.id, number)
+        return Step.from_record(rec) if rec else None
+
+    @strawberry.field(
+        description="Ops accepted but not finished, oldest first: look here for stuck "
+        "and lost ops (see Op.health)."
+    )
+    async def open_ops(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[OpT]:
+        from openrl_inspect.schema.state.op import Op
+
+        page = await R.open_ops(info.context, self.id, first, after)
+        return Connection.of(page, Op.from_record)
+
+    @strawberry.field(description="Workers that served this model, most recently seen first.")
+    async def workers(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[WorkerT]:
+        from openrl_inspect.schema.state.worker import Worker
+
+        page = await R.model_workers(info.context, self.id, first, after)
+        return Connection.of(page, Worker.from_record)
+
+    @strawberry.field(description="Placements recorded in Redis (history), newest first.")
+    async def placements(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[PlacementT]:
+        from openrl_inspect.schema.state.placement import Placement
+
+        page = await R.placements(info.context, self.id, first, after)
+        return Connection.of(page, Placement.from_record)

@@ -1,0 +1,86 @@
+"""Op: one request a client made of a model (forward_backward, optim_step, sample...)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.common import OpHealth, as_json, span, ts
+from openrl_inspect.state.records import OpRecord
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+    from openrl_inspect.schema.state.worker import Worker
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+WorkerT = Annotated["Worker", strawberry.lazy("openrl_inspect.schema.state.worker")]
+
+
+@strawberry.type
+class Op:
+    id: strawberry.ID
+    model_id: strawberry.ID
+    kind: str
+    step: int | None
+    status: str = strawberry.field(
+        description="accepted, queued, running, succeeded, failed or cancelled."
+    )
+    accepted_at: datetime | None
+    enqueued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    queue_wait_seconds: float | None = strawberry.field(
+        description="From enqueued (or accepted) to started."
+    )
+    duration_seconds: float | None = strawberry.field(description="From started to finished.")
+    worker_id: str | None
+    metrics: JSON
+    error: str | None
+
+    _record: strawberry.Private[OpRecord]
+
+    @classmethod
+    def from_record(cls, rec: OpRecord) -> Op:
+        queued_from = rec.enqueued_at if rec.enqueued_at is not None else rec.accepted_at
+        return cls(
+            id=strawberry.ID(rec.id),
+            model_id=strawberry.ID(rec.model_id),
+            kind=rec.kind,
+            step=rec.step,
+            status=rec.status,
+            accepted_at=ts(rec.accepted_at),
+            enqueued_at=ts(rec.enqueued_at),
+            started_at=ts(rec.started_at),
+            finished_at=ts(rec.finished_at),
+            queue_wait_seconds=span(queued_from, rec.started_at),
+            duration_seconds=span(rec.started_at, rec.finished_at),
+            worker_id=rec.worker_id,
+            metrics=as_json(rec.metrics),
+            error=rec.error,
+            _record=rec,
+        )
+
+    @strawberry.field(
+        description="DONE, PENDING, RUNNING, STUCK (running past the stuck threshold on a "
+        "live worker) or LOST (its worker stopped heartbeating before it finished)."
+    )
+    async def health(self, info: Info) -> OpHealth:
+        return OpHealth(await R.op_health(info.context, self._record))
+
+    @strawberry.field
+    async def worker(self, info: Info) -> WorkerT | None:
+        from openrl_inspect.schema.state.worker import Worker
+
+        rec = await R.worker_of(info.context, self.worker_id)
+        return Worker.from_record(rec) if rec else None
+
+    @strawberry.field
+    async def model(self, info: Info) -> ModelT | None:
+        from openrl_inspect.schema.state.model import Model
+
+        rec = await R.model_of(info.context, self.model_id)
+        return Model.from_record(rec) if rec else None

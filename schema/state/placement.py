@@ -1,0 +1,44 @@
+"""Placement: where Kueue put a model, recorded so the history outlives the pods."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from openrl_inspect.schema.cluster.links import PlacementClusterFields
+from openrl_inspect.schema.common import span, ts
+from openrl_inspect.schema.metrics.types import PlacementMetricsFields
+from openrl_inspect.state.records import PlacementRecord
+
+
+@strawberry.type(description="A placement as recorded in Redis (history, not live state).")
+class Placement(PlacementClusterFields, PlacementMetricsFields):
+    id: strawberry.ID
+    model_id: strawberry.ID
+    workload: str = strawberry.field(description="The Kueue Workload's name.")
+    namespace: str
+    pods: list[str]
+    node: str
+    gpu_ids: list[str] = strawberry.field(description="GPU device UUIDs it was given.")
+    admitted_at: datetime | None
+    released_at: datetime | None
+    held_seconds: float | None = strawberry.field(
+        description="From admitted to released; null while still held."
+    )
+    source: str = strawberry.field(description="Where this came from: `redis` (history).")
+
+    @classmethod
+    def from_record(cls, rec: PlacementRecord) -> Placement:
+        return cls(
+            id=strawberry.ID(rec.id),
+            model_id=strawberry.ID(rec.model_id),
+            workload=rec.workload,
+            namespace=rec.namespace,
+            pods=rec.pods,
+            node=rec.node,
+            gpu_ids=rec.gpu_ids,
+            admitted_at=ts(rec.admitted_at),
+            released_at=ts(rec.released_at),
+            held_seconds=span(rec.admitted_at, rec.released_at),
+            source="redis",
+        )

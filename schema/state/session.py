@@ -1,0 +1,53 @@
+"""Session: a client's connection to OpenRL, under which it creates models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.common import SessionState, as_json, ts
+from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.logs.types import SessionLogFields
+from openrl_inspect.schema.metrics.types import SessionMetricsFields
+from openrl_inspect.state.records import SessionRecord
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+
+
+@strawberry.type
+class Session(SessionMetricsFields, SessionLogFields):
+    id: strawberry.ID
+    owner: str
+    client: JSON = strawberry.field(description="Client and SDK information it reported.")
+    created_at: datetime | None
+    last_activity_at: datetime | None
+    state: SessionState
+    closed_at: datetime | None
+
+    @classmethod
+    def from_record(cls, rec: SessionRecord) -> Session:
+        return cls(
+            id=strawberry.ID(rec.id),
+            owner=rec.owner,
+            client=as_json(rec.client),
+            created_at=ts(rec.created_at),
+            last_activity_at=ts(rec.last_activity_at),
+            state=SessionState(rec.state) if rec.state in ("live", "closed") else SessionState.LIVE,
+            closed_at=ts(rec.closed_at),
+        )
+
+    @strawberry.field(description="Models created under this session, newest first.")
+    async def models(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[ModelT]:
+        from openrl_inspect.schema.state.model import Model
+
+        page = await R.session_models(info.context, self.id, first, after)
+        return Connection.of(page, Model.from_record)

@@ -1,0 +1,51 @@
+"""Step: the ops a model ran for one step number, and the metrics the client reported."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.common import as_json, span, ts
+from openrl_inspect.schema.connection import Connection
+from openrl_inspect.state.records import StepRecord
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.op import Op
+
+OpT = Annotated["Op", strawberry.lazy("openrl_inspect.schema.state.op")]
+
+
+@strawberry.type
+class Step:
+    model_id: strawberry.ID
+    number: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_seconds: float | None
+    metrics: JSON = strawberry.field(description="Metrics the client reported for this step.")
+    op_count: int
+
+    @classmethod
+    def from_record(cls, rec: StepRecord) -> Step:
+        return cls(
+            model_id=strawberry.ID(rec.model_id),
+            number=rec.step,
+            started_at=ts(rec.started_at),
+            finished_at=ts(rec.finished_at),
+            duration_seconds=span(rec.started_at, rec.finished_at),
+            metrics=as_json(rec.metrics),
+            op_count=rec.op_count,
+        )
+
+    @strawberry.field(description="The step's ops in the order they were accepted.")
+    async def ops(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> Connection[OpT]:
+        from openrl_inspect.schema.state.op import Op
+
+        page = await R.step_ops(info.context, self.model_id, self.number, first, after)
+        return Connection.of(page, Op.from_record)

@@ -1,0 +1,66 @@
+"""Worker: a trainer or sampler process, known by its heartbeats."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.cluster.links import WorkerClusterFields
+from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.metrics.types import WorkerMetricsFields
+from openrl_inspect.state.records import WorkerRecord
+from strawberry.scalars import JSON
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+
+
+@strawberry.type
+class Worker(WorkerClusterFields, WorkerMetricsFields):
+    id: strawberry.ID
+    role: str = strawberry.field(description="trainer or sampler.")
+    pod: str
+    node: str
+    model_id: strawberry.ID | None
+    gpu_ids: list[str]
+    started_at: datetime | None
+    last_heartbeat_at: datetime | None
+    payload: JSON = strawberry.field(description="The last heartbeat's payload.")
+
+    _record: strawberry.Private[WorkerRecord]
+
+    @classmethod
+    def from_record(cls, rec: WorkerRecord) -> Worker:
+        return cls(
+            id=strawberry.ID(rec.id),
+            role=rec.role,
+            pod=rec.pod,
+            node=rec.node,
+            model_id=strawberry.ID(rec.model_id) if rec.model_id else None,
+            gpu_ids=rec.gpu_ids,
+            started_at=ts(rec.started_at),
+            last_heartbeat_at=ts(rec.last_heartbeat_at),
+            payload=as_json(rec.payload),
+            _record=rec,
+        )
+
+    @strawberry.field(description="Seconds since the last heartbeat, at the time of the query.")
+    def heartbeat_age_seconds(self, info: Info) -> float | None:
+        at = self._record.last_heartbeat_at
+        return None if at is None else max(0.0, info.context.now - at)
+
+    @strawberry.field(description="True while heartbeats are fresher than the stale threshold.")
+    def alive(self, info: Info) -> bool:
+        return R.worker_alive(info.context, self._record)
+
+    @strawberry.field
+    async def model(self, info: Info) -> ModelT | None:
+        from openrl_inspect.schema.state.model import Model
+
+        rec = await R.model_of(info.context, self.model_id)
+        return Model.from_record(rec) if rec else None

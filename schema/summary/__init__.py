@@ -1,0 +1,1 @@
+"""GraphQL types of the agents' summary of a model: verdict, reasons, pace, op timings."""

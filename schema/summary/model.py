@@ -1,0 +1,125 @@
+"""Summaries for agents: one field answers "is this model progressing, and if not why"."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+import strawberry
+from openrl_inspect.context import Info
+from openrl_inspect.errors import InvalidInput
+from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.summary import model as R
+from openrl_inspect.schema.common import ts
+
+
+@strawberry.enum(description="A model's condition, most serious first.")
+class Verdict(Enum):
+    FAILED = "FAILED"
+    LOST_OPS = "LOST_OPS"
+    STUCK = "STUCK"
+    STALLED = "STALLED"
+    WAITING = "WAITING"
+    IDLE = "IDLE"
+    PROGRESSING = "PROGRESSING"
+    ENDED = "ENDED"
+
+
+@strawberry.type
+class OpKindStats:
+    kind: str
+    count: int
+    failed: int
+    median_duration_seconds: float | None
+    p90_duration_seconds: float | None
+    median_queue_wait_seconds: float | None
+
+
+@strawberry.type
+class OpError:
+    op_id: strawberry.ID
+    kind: str
+    step: int | None
+    error: str
+    at: datetime | None
+
+
+@strawberry.type(description="A compact rollup of a model over its most recent steps.")
+class ModelSummary:
+    verdict: Verdict
+    reasons: list[str] = strawberry.field(description="Why, most serious first.")
+    steps_considered: int
+    steps_per_minute: float | None
+    median_step_seconds: float | None
+    last_step_at: datetime | None
+    seconds_since_last_step: float | None
+    waiting_seconds: float | None = strawberry.field(
+        description="Time in waiting/placed so far, for a model not running yet."
+    )
+    op_kinds: list[OpKindStats]
+    failed_ops: int
+    last_error: OpError | None
+    open_ops: int
+    stuck_ops: int
+    lost_ops: int
+    oldest_open_op_seconds: float | None
+    workers_alive: int
+    workers_total: int
+
+    @classmethod
+    def from_record(cls, s: R.ModelSummary) -> ModelSummary:
+        err = s.last_error
+        return cls(
+            verdict=Verdict(s.verdict),
+            reasons=s.reasons,
+            steps_considered=s.steps_considered,
+            steps_per_minute=s.steps_per_minute,
+            median_step_seconds=s.median_step_s,
+            last_step_at=ts(s.last_step_at),
+            seconds_since_last_step=s.seconds_since_last_step,
+            waiting_seconds=s.waiting_s,
+            op_kinds=[
+                OpKindStats(
+                    kind=k.kind,
+                    count=k.count,
+                    failed=k.failed,
+                    median_duration_seconds=k.median_duration_s,
+                    p90_duration_seconds=k.p90_duration_s,
+                    median_queue_wait_seconds=k.median_queue_wait_s,
+                )
+                for k in s.kinds
+            ],
+            failed_ops=s.failed_ops,
+            last_error=(
+                OpError(
+                    op_id=strawberry.ID(err.op_id),
+                    kind=err.kind,
+                    step=err.step,
+                    error=err.error,
+                    at=ts(err.at),
+                )
+                if err
+                else None
+            ),
+            open_ops=s.open_ops,
+            stuck_ops=s.stuck_ops,
+            lost_ops=s.lost_ops,
+            oldest_open_op_seconds=s.oldest_open_op_s,
+            workers_alive=s.workers_alive,
+            workers_total=s.workers_total,
+        )
+
+
+@strawberry.type
+class ModelSummaryFields:
+    id: strawberry.ID  # the model's; declared so the mixin can use it
+
+    @strawberry.field(
+        description="Pace, failures, stuck and lost ops over the last `steps` steps, "
+        "with one verdict. Made for agents: one field instead of walking steps and ops."
+    )
+    async def summary(self, info: Info, steps: int = 20) -> ModelSummary:
+        if not 1 <= steps <= info.context.limits.max_page_size:
+            raise InvalidInput(f"steps must be between 1 and {info.context.limits.max_page_size}")
+        rec = await S.model(info.context, self.id)
+        return ModelSummary.from_record(await R.model_summary(info.context, rec, steps))
