@@ -7,11 +7,10 @@ strictly after it in the set's order, so inserts and deletes elsewhere never shi
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import math
 from dataclasses import dataclass
 
+from openrl_inspect import cursor as codec
 from openrl_inspect.errors import InvalidInput
 
 
@@ -22,21 +21,16 @@ class Position:
 
 
 def encode_cursor(kind: str, pos: Position) -> str:
-    raw = json.dumps([kind, pos.score, pos.member], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return codec.encode(kind, pos.score, pos.member)
 
 
 def decode_cursor(kind: str, cursor: str) -> Position:
     """Decode a cursor made by ``encode_cursor(kind, ...)``; anything else is bad input."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        got_kind, score, member = value
-        if got_kind != kind or not isinstance(member, str):
-            raise ValueError
-        return Position(float(score), member)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        raise InvalidInput(f"invalid cursor for a {kind} list") from None
+    score, member = codec.decode(kind, cursor, 2)
+    number = isinstance(score, int | float) and not isinstance(score, bool)
+    if not number or math.isnan(score) or not isinstance(member, str):
+        raise InvalidInput(f"invalid cursor for a {kind} list")
+    return Position(float(score), member)
 
 
 @dataclass(frozen=True, slots=True)

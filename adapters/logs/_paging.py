@@ -13,9 +13,6 @@ Logging's are.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +21,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from openrl_inspect import cursor as codec
 from openrl_inspect.adapters.logs._filter import SEVERITIES, build_filter
 from openrl_inspect.adapters.logs._filter_eval import parse_timestamp
 from openrl_inspect.adapters.logs._records import (
@@ -43,6 +41,7 @@ ASCENDING = "timestamp asc"
 DESCENDING = "timestamp desc"
 
 _MAX_CURSOR_CHARS = 8192
+_KIND = "logpage"
 _MAX_KEY_CHARS = 128
 _ENTRY_OVERHEAD_BYTES = 64
 
@@ -89,36 +88,29 @@ class Position:
 
 
 def fingerprint(filter_: str, order: str) -> str:
-    return hashlib.sha256(f"{order}\n{filter_}".encode()).hexdigest()[:24]
+    return codec.fingerprint(order, filter_)
 
 
 def encode_cursor(print_: str, position: Position) -> str:
-    body = {"v": 1, "q": print_, "t": position.token, "s": position.skip}
-    if position.page_size is not None:
-        body["p"] = position.page_size
-    raw = json.dumps(body, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return codec.encode(_KIND, print_, position.token, position.skip, position.page_size)
 
 
 def decode_cursor(cursor: str, print_: str) -> Position:
     """The position a cursor names; InvalidInput unless it was made for this query."""
-    refused = InvalidInput("the cursor is not valid for this query")
-    if not isinstance(cursor, str) or not 0 < len(cursor) <= _MAX_CURSOR_CHARS:
-        raise refused
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        body = json.loads(raw)
-    except (binascii.Error, ValueError):
-        raise refused from None
-    if not isinstance(body, dict) or body.get("v") != 1 or body.get("q") != print_:
-        raise refused
-    token, skip, size = body.get("t"), body.get("s"), body.get("p")
-    if token is not None and not (isinstance(token, str) and token):
-        raise refused
-    if not isinstance(skip, int) or isinstance(skip, bool) or not 0 <= skip <= 1000:
-        raise refused
-    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        raise refused
+    refusal = "the cursor is not valid for this query"
+    if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR_CHARS:
+        raise InvalidInput(refusal)
+    made_for, token, skip, size = codec.decode(_KIND, cursor, 4, refusal)
+    ok = (
+        made_for == print_
+        and (token is None or (isinstance(token, str) and token != ""))
+        and isinstance(skip, int)
+        and not isinstance(skip, bool)
+        and 0 <= skip <= 1000
+        and (size is None or (isinstance(size, int) and not isinstance(size, bool) and size >= 1))
+    )
+    if not ok:
+        raise InvalidInput(refusal)
     return Position(token, skip, size)
 
 

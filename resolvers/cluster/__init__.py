@@ -1,1 +1,3 @@
-"""What the cluster fields do: pods, nodes, GPUs, workloads and claims through the Kubernetes loaders; capacity counting; why a model waits."""
+"""What the cluster fields do: pods, nodes, GPUs, workloads and claims through the
+Kubernetes loaders; capacity counting; why a model waits.
+"""

@@ -9,14 +9,12 @@ was not in sync for the kinds it needed. The live fields of the Redis types are 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from openrl_inspect import cursor as codec
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
@@ -64,24 +62,14 @@ class LivePage(Generic[R]):
 
 
 def encode_cursor(kind: str, parts: Sequence[str]) -> str:
-    raw = json.dumps([kind, *parts], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return codec.encode(kind, *parts)
 
 
 def decode_cursor(kind: str, cursor: str, size: int) -> list[str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error):
-        raise InvalidInput("invalid cursor") from None
-    if (
-        not isinstance(value, list)
-        or len(value) != size + 1
-        or value[0] != kind
-        or not all(isinstance(v, str) for v in value[1:])
-    ):
+    parts = codec.decode(kind, cursor, size, "invalid cursor")
+    if not all(isinstance(v, str) for v in parts):
         raise InvalidInput("invalid cursor")
-    return value[1:]
+    return parts
 
 
 def _page(

@@ -12,7 +12,7 @@ from openrl_inspect.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 
 if TYPE_CHECKING:
-    from openrl_inspect.resolvers.logs.cursor import _Resume
+    from openrl_inspect.resolvers.logs.cursor import Resume
 
 # A session's logs read its newest models, at most this many.
 MAX_SESSION_MODELS = 10
@@ -85,7 +85,7 @@ def _around(at: float, before: timedelta, after: timedelta) -> tuple[datetime, d
 
 
 def _window(
-    args: LogArgs, default: tuple[datetime, datetime], now: float, resume: _Resume | None
+    args: LogArgs, default: tuple[datetime, datetime], now: float, resume: Resume | None
 ) -> tuple[datetime, datetime]:
     """``since``..``until``; one of them alone: until now, or the hour before ``until``;
     neither: ``default``. A cursor keeps the window of the answer it came from."""

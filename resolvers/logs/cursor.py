@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from openrl_inspect import cursor as codec
 from openrl_inspect.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 from openrl_inspect.resolvers.logs.args import LogArgs
 from openrl_inspect.state.keys import valid_id
 
-_MAX_CURSOR_CHARS = 65_536
+_KIND = "logs"
 
 
 @dataclass
-class _Resume:
+class Resume:
+    """Where a logs answer resumes: the worker backend, the window, each side's position."""
+
     backend: WorkerBackend | None
     start: datetime
     end: datetime
@@ -27,8 +26,8 @@ class _Resume:
     clients: dict[str, list[Any] | None] = field(default_factory=dict)
 
 
-def _fingerprint(owner: tuple[str, str], args: LogArgs) -> str:
-    body = [
+def fingerprint(owner: tuple[str, str], args: LogArgs) -> str:
+    return codec.fingerprint(
         *owner,
         args.severity,
         args.text,
@@ -37,40 +36,31 @@ def _fingerprint(owner: tuple[str, str], args: LogArgs) -> str:
         args.newest_first,
         args.worker_logs,
         args.client_logs,
-    ]
-    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+    )
 
 
-def _encode(print_: str, state: _Resume) -> str:
-    body = {
-        "v": 1,
-        "q": print_,
-        "b": state.backend,
-        "s": state.start.isoformat(),
-        "e": state.end.isoformat(),
-        "w": state.workers,
-        "c": state.clients,
-    }
-    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def encode(print_: str, state: Resume) -> str:
+    return codec.encode(
+        _KIND,
+        print_,
+        state.backend,
+        state.start.isoformat(),
+        state.end.isoformat(),
+        state.workers,
+        state.clients,
+    )
 
 
-def _decode(cursor: str, print_: str) -> _Resume:
-    refused = InvalidInput("the cursor is not valid for these logs; start again without it")
-    if not 0 < len(cursor) <= _MAX_CURSOR_CHARS:
-        raise refused
+def decode(cursor: str, print_: str) -> Resume:
+    refusal = "the cursor is not valid for these logs; start again without it"
+    refused = InvalidInput(refusal)
+    made_for, backend, start_, end_, workers, clients = codec.decode(_KIND, cursor, 6, refusal)
     try:
-        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(body, dict) or body.get("v") != 1 or body.get("q") != print_:
+        if made_for != print_ or backend not in (None, "cloud_logging", "kubernetes"):
             raise ValueError
-        backend = body["b"]
-        if backend not in (None, "cloud_logging", "kubernetes"):
-            raise ValueError
-        start, end = datetime.fromisoformat(body["s"]), datetime.fromisoformat(body["e"])
+        start, end = datetime.fromisoformat(start_), datetime.fromisoformat(end_)
         if start.tzinfo is None or end.tzinfo is None:
             raise ValueError
-        workers, clients = body["w"], body["c"]
         if not isinstance(workers, dict) or not isinstance(clients, dict):
             raise ValueError
         for position in workers.values():
@@ -91,9 +81,9 @@ def _decode(cursor: str, print_: str) -> _Resume:
                 score, member = after
                 if not isinstance(score, int | float) or not isinstance(member, str):
                     raise ValueError
-    except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
+    except (ValueError, TypeError, KeyError):
         raise refused from None
-    return _Resume(backend, start, end, workers, clients)
+    return Resume(backend, start, end, workers, clients)
 
 
 def _is_int(value: Any, low: int, high: int) -> bool:

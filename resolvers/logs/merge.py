@@ -6,15 +6,15 @@ from collections.abc import Sequence
 
 from openrl_inspect.adapters.logs import LogEntry, entry_size
 from openrl_inspect.resolvers.logs.args import LogLimit
-from openrl_inspect.resolvers.logs.sides import Key, Side, _ClientSide, _WorkerSide
+from openrl_inspect.resolvers.logs.sides import ClientSide, Key, Side, WorkerSide
 
 # The merged answer's byte budget (entry text, as the adapters count it).
 MAX_LOG_BYTES = 262_144
 
 
-def _merge(
-    workers: list[_WorkerSide],
-    clients: list[_ClientSide],
+def merge(
+    workers: list[WorkerSide],
+    clients: list[ClientSide],
     out: list[LogEntry],
     used: int,
     size: int,
@@ -38,7 +38,7 @@ def _merge(
         for side in sides:
             entry = side.head()
             if entry is not None:
-                key = side.key_of(entry) if isinstance(side, _WorkerSide) else side.head_key()
+                key = side.key_of(entry) if isinstance(side, WorkerSide) else side.head_key()
                 heads.append((key, side, entry))
             elif side.more():
                 blocked.append(side)
@@ -59,7 +59,7 @@ def _merge(
             return LogLimit.MAX_BYTES, used, []
         out.append(entry)
         used += cost
-        if isinstance(side, _WorkerSide):
+        if isinstance(side, WorkerSide):
             side.pos += 1
         else:
             side.taken()
@@ -67,6 +67,6 @@ def _merge(
 
 def _reason(blocked: Sequence[Side]) -> LogLimit:
     for side in blocked:
-        if isinstance(side, _WorkerSide):
+        if isinstance(side, WorkerSide):
             return side.reason()
     return LogLimit.SCAN_BUDGET

@@ -39,15 +39,15 @@ from openrl_inspect.resolvers.logs.args import (
     _check_args,
     _window,
 )
-from openrl_inspect.resolvers.logs.cursor import _decode, _encode, _fingerprint, _Resume
-from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, _merge
+from openrl_inspect.resolvers.logs.cursor import Resume, decode, encode, fingerprint
+from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, merge
 from openrl_inspect.resolvers.logs.sides import (
+    WorkerSide,
     _choose,
     _client_sides,
     _refill,
     _Target,
     _worker_sides,
-    _WorkerSide,
 )
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.resolvers.state import reads as R
@@ -124,8 +124,8 @@ async def _logs(
     size = page_size(ctx, ctx.limits.max_page_size if args.first is None else args.first)
     if size == 0:
         raise InvalidInput("first must be at least 1 for logs")
-    print_ = _fingerprint(owner, args)
-    resume = _decode(args.after, print_) if args.after is not None else None
+    print_ = fingerprint(owner, args)
+    resume = decode(args.after, print_) if args.after is not None else None
     start, end = _window(args, default, ctx.now, resume)
     if resume is not None:
         # A session's cursor keeps the models its first page read.
@@ -136,7 +136,7 @@ async def _logs(
 
     backend: WorkerBackend | None = resume.backend if resume is not None else None
     fallback: str | None = None
-    workers: list[_WorkerSide] = []
+    workers: list[WorkerSide] = []
     if args.worker_logs and (resume is None or resume.workers):
         backend, fallback = _choose(ctx, resume)
         workers = await _worker_sides(ctx, backend, targets, start, end, size, args, resume)
@@ -170,7 +170,7 @@ async def _logs(
     used = 0
     rounds = 1
     while True:
-        stop, used, blocked = _merge(workers, clients, out, used, size, args.newest_first)
+        stop, used, blocked = merge(workers, clients, out, used, size, args.newest_first)
         if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
             break
         rounds += 1
@@ -186,7 +186,7 @@ async def _logs(
         reason = LogLimit.MODELS
     next_cursor = None
     if has_next:
-        state = _Resume(backend, start, end)
+        state = Resume(backend, start, end)
         for w in workers:
             if (position := w.position()) is not None:
                 state.workers[w.key] = position
@@ -194,7 +194,7 @@ async def _logs(
             going, after = c.position()
             if going:
                 state.clients[c.key] = after
-        next_cursor = _encode(print_, state)
+        next_cursor = encode(print_, state)
     filters = tuple(
         WorkerFilter(w.key, w.first_page.filter, w.first_page.explorer_url)
         for w in workers

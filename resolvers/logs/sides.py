@@ -15,7 +15,7 @@ from openrl_inspect.context import Context
 from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead, first_error
 from openrl_inspect.resolvers.logs.args import LogArgs, LogLimit
-from openrl_inspect.resolvers.logs.cursor import _Resume
+from openrl_inspect.resolvers.logs.cursor import Resume
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ Key = tuple[datetime, int, str, str]
 
 
 @dataclass
-class _WorkerSide:
+class WorkerSide:
     key: str
     read: WorkerRead
     skip: int  # entries of ``read``'s page returned by earlier answers
@@ -84,7 +84,7 @@ class _WorkerSide:
 
 
 @dataclass
-class _ClientSide:
+class ClientSide:
     request: ClientLogRequest
     slice: ClientLogSlice | None = None
     pos: int = 0
@@ -141,10 +141,10 @@ class _ClientSide:
         return False, None
 
 
-Side = _WorkerSide | _ClientSide
+Side = WorkerSide | ClientSide
 
 
-def _choose(ctx: Context, resume: _Resume | None) -> tuple[WorkerBackend, str | None]:
+def _choose(ctx: Context, resume: Resume | None) -> tuple[WorkerBackend, str | None]:
     """The worker-log backend, and why it is not Cloud Logging (when it is not)."""
     logs = ctx.logs
     if resume is not None and resume.backend is not None:
@@ -170,8 +170,8 @@ async def _worker_sides(
     end: datetime,
     size: int,
     args: LogArgs,
-    resume: _Resume | None,
-) -> list[_WorkerSide]:
+    resume: Resume | None,
+) -> list[WorkerSide]:
     chosen = [t for t in targets if resume is None or t.key in resume.workers]
     pods: dict[str, tuple[str, ...]] = {}
     if backend == "cloud_logging" and resume is None:
@@ -200,7 +200,7 @@ async def _worker_sides(
         )
         pods_arg = (target.pod,) if target.pod is not None and backend == "kubernetes" else None
         read = WorkerRead(backend, query, cursor, pods_arg)
-        sides.append(_WorkerSide(target.key, read, skip, query.model_pods))
+        sides.append(WorkerSide(target.key, read, skip, query.model_pods))
     return sides
 
 
@@ -210,8 +210,8 @@ def _client_sides(
     end: datetime,
     size: int,
     args: LogArgs,
-    resume: _Resume | None,
-) -> list[_ClientSide]:
+    resume: Resume | None,
+) -> list[ClientSide]:
     # Client lines have no pod or role: a pod or role filter leaves them out.
     if not args.client_logs or args.pod is not None or args.role is not None:
         return []
@@ -230,13 +230,13 @@ def _client_sides(
             severity_floor=args.severity,
             text=args.text,
         )
-        sides.append(_ClientSide(request))
+        sides.append(ClientSide(request))
     return sides
 
 
 async def _refill(ctx: Context, blocked: Sequence[Side]) -> None:
-    workers = [s for s in blocked if isinstance(s, _WorkerSide)]
-    clients = [s for s in blocked if isinstance(s, _ClientSide)]
+    workers = [s for s in blocked if isinstance(s, WorkerSide)]
+    clients = [s for s in blocked if isinstance(s, ClientSide)]
     for side in workers:
         side.refill()
     for client in clients:

@@ -1,1 +1,3 @@
-"""What the GPU-activity fields do: duty, series, activity and vLLM stats through the metrics loaders."""
+"""What the GPU-activity fields do: duty, series, activity and vLLM stats through the
+metrics loaders.
+"""

@@ -1,1 +1,3 @@
-"""What the state fields do: look up sessions, models, steps, ops, workers and placements through the Redis loaders."""
+"""What the state fields do: look up sessions, models, steps, ops, workers and placements
+through the Redis loaders.
+"""

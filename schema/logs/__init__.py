@@ -1,1 +1,3 @@
-"""GraphQL types of logs (Cloud Logging, pods' logs, clients' logs) and the logs fields of Model, Session and Pod."""
+"""GraphQL types of logs (Cloud Logging, pods' logs, clients' logs) and the logs fields of
+Model, Session and Pod.
+"""
