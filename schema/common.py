@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any, cast
 
 import strawberry
+from openrl_inspect import domain
 from strawberry.scalars import JSON
 
 
@@ -26,28 +26,20 @@ def span(start: float | None, end: float | None) -> float | None:
     return max(0.0, end - start)
 
 
-@strawberry.enum(description="Lifecycle of a model (a LoRA training run).")
-class ModelState(Enum):
-    WAITING = "waiting"
-    PLACED = "placed"
-    ACTIVE = "active"
-    FAILED = "failed"
-    ENDED = "ended"
-
-
-@strawberry.enum
-class SessionState(Enum):
-    LIVE = "live"
-    CLOSED = "closed"
-
-
-@strawberry.enum(description="What became of an op, judged from its record and its worker.")
-class OpHealth(Enum):
-    DONE = "DONE"
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    STUCK = "STUCK"
-    LOST = "LOST"
+# The GraphQL enums are the domain's own (see ``openrl_inspect.domain``), named and
+# described here; ``tests`` check that the two never disagree.
+ModelState = domain.ModelState
+strawberry.enum(
+    ModelState, name="ModelState", description="Lifecycle of a model (a LoRA training run)."
+)
+SessionState = domain.SessionState
+strawberry.enum(SessionState, name="SessionState")
+OpHealth = domain.OpHealth
+strawberry.enum(
+    OpHealth,
+    name="OpHealth",
+    description="What became of an op, judged from its record and its worker.",
+)
 
 
 @strawberry.type

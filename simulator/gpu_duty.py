@@ -11,6 +11,7 @@ import zlib
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.prometheus import VllmStats
+from openrl_inspect.domain import HOLDING_STATES
 from openrl_inspect.simulator.cluster import Gpu
 from openrl_inspect.simulator.sim import SimModel
 
@@ -123,7 +124,7 @@ def vllm_stats(bucket: Bucket) -> VllmStats | None:
 
 
 def live_state(model: SimModel, role: str, stuck: bool) -> State:
-    if model.state not in ("placed", "active") or not model.heartbeats:
+    if model.state not in HOLDING_STATES or not model.heartbeats:
         return OFF  # released, or its worker died (lost)
     fb = FB_MIB.get(role, 0.0)
     if stuck and role == "trainer":

@@ -44,6 +44,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.context import Backends
+from openrl_inspect.domain import HOLDING_STATES, ModelState
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation
 
@@ -52,7 +53,6 @@ LOCAL_QUEUE = "openrl-training"
 CLUSTER_QUEUE = "openrl-cq"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MEMORY = {"h100": 80 * 2**30, "h200": 141 * 2**30}
-ACTIVE_STATES = ("placed", "active")
 
 
 def flavor(pool: str) -> str:
@@ -165,7 +165,7 @@ def _admitted_workload(sim: Simulation, model: SimModel) -> WorkloadRecord:
               f"Quota reserved in ClusterQueue {CLUSTER_QUEUE}", placed),
         _cond("Admitted", "True", "Admitted", "The workload is admitted", placed),
     ]  # fmt: skip
-    if model.state == "active":
+    if model.state == ModelState.ACTIVE:
         conditions.append(
             _cond("PodsReady", "True", "PodsReady", "All pods reached readiness and the "
                   "workload is running", model.active_at)
@@ -216,7 +216,7 @@ def _pod_and_claim(
 ) -> tuple[PodRecord, ClaimRecord | None]:
     _, role, name, uuids = worker
     node = sim.node_of(model) or None
-    active = model.state == "active"
+    active = model.state == ModelState.ACTIVE
     uid = f"uid-pod-{name}"
     claim_name = f"{name}-gpus"
     started = model.active_at if active else None
@@ -275,9 +275,9 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
     pods: list[PodRecord] = []
     claims: list[ClaimRecord] = []
     for model in sim.models.values():
-        if model.state == "waiting":
+        if model.state == ModelState.WAITING:
             workloads.append(_waiting_workload(sim, model))
-        elif model.state in ACTIVE_STATES:
+        elif model.state in HOLDING_STATES:
             workloads.append(_admitted_workload(sim, model))
             for worker in model.workers:
                 pod, claim = _pod_and_claim(sim, model, worker, gpus)

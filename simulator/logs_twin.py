@@ -32,6 +32,7 @@ from openrl_inspect.adapters.logs import CloudLoggingSettings
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.context import Backends
+from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus
 from openrl_inspect.simulator.sim import SimModel, Simulation
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import ModelRecord, OpRecord, WorkerRecord
@@ -130,7 +131,7 @@ class LogMirror:
                 for op in by_model.get(m.id, [])
             )
             rec = records.get(m.id)
-            seen.done = rec is not None and rec.state in ("ended", "failed") and not seen.running
+            seen.done = rec is not None and rec.state in TERMINAL_STATES and not seen.running
             out.extend(lines.entries)
         return out
 
@@ -195,7 +196,7 @@ class _Lines:
     def model(self, rec: ModelRecord | None) -> None:
         if rec is None:
             return
-        placed = rec.transitions.get("placed")
+        placed = rec.transitions.get(ModelState.PLACED)
         if placed is not None:
             for wid, role, _, gpus in self.model_.workers:
                 self.emit(
@@ -206,8 +207,8 @@ class _Lines:
                     f"{role} worker started for model {rec.id} with {len(gpus)} GPU(s)",
                     {"worker_id": wid, "gpus": len(gpus), "base_model": rec.base_model},
                 )
-        failed = rec.transitions.get("failed")
-        if rec.state == "failed" and failed is not None:
+        failed = rec.transitions.get(ModelState.FAILED)
+        if rec.state == ModelState.FAILED and failed is not None:
             trainer = self.model_.workers[0][0]
             reason = rec.failure_reason or "unknown error"
             self.emit(
@@ -227,8 +228,8 @@ class _Lines:
                     "WARNING",
                     "lost the trainer's NCCL peer; sampler shutting down",
                 )
-        ended = rec.transitions.get("ended")
-        if rec.state == "ended" and ended is not None:
+        ended = rec.transitions.get(ModelState.ENDED)
+        if rec.state == ModelState.ENDED and ended is not None:
             for wid, role, _, _ in self.model_.workers:
                 self.emit(
                     (None, f"end:{wid}"),
@@ -250,7 +251,7 @@ class _Lines:
             self._running(op, base)
             return
         took = op.finished_at - op.started_at
-        if op.status == "failed":
+        if op.status == OpStatus.FAILED:
             self._failure(op, base)
             return
         fields = {**base, "duration_s": round(took, 3), **_scalars(op.metrics)}

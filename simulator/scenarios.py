@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from openrl_inspect.domain import ModelState, OpStatus
+
 if TYPE_CHECKING:
     from openrl_inspect.simulator.sim import SimModel, Simulation
 
@@ -62,7 +64,7 @@ def stage_all(sim: Simulation, now: float) -> None:
     oid = sim._id("op")
     rec.op_accepted(failed.id, oid, "forward_backward", failed.step, sid, at=t)
     rec.op_started(failed.id, oid, failed.workers[0][0], at=t + 0.1)
-    rec.op_finished(failed.id, oid, status="failed", error=OOM, at=t + 0.9)
+    rec.op_finished(failed.id, oid, status=OpStatus.FAILED, error=OOM, at=t + 0.9)
     # What the client saw: the failed call, then giving up.
     rec.client_log(
         failed.id,
@@ -79,7 +81,7 @@ def stage_all(sim: Simulation, now: float) -> None:
         at=t + 2.5,
     )
     sim.heartbeat(failed, t + 1)
-    sim.finish(failed, "failed", t + 2, reason=f"trainer exited: {OOM}")
+    sim.finish(failed, ModelState.FAILED, t + 2, reason=f"trainer exited: {OOM}")
     failed.heartbeats = False
 
     idle = _staged(sim, sid, "idle_placement", now - 3700)

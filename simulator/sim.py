@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from openrl_inspect.domain import HOLDING_STATES, ModelState
 from openrl_inspect.recorder.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
 
@@ -52,7 +53,7 @@ class SimOp:
 class SimModel:
     id: str
     session_id: str
-    state: str = "waiting"
+    state: str = ModelState.WAITING
     step: int = 0
     cycle: int = 0
     workers: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
@@ -131,7 +132,7 @@ class Simulation:
             (trainer[0], trainer[1], trainer[2], [g.uuid for g in gpus[:half]]),
             (sampler[0], sampler[1], sampler[2], [g.uuid for g in gpus[half:]] or []),
         ]
-        self.rec.model_state(model.id, "placed", at=at)
+        self.rec.model_state(model.id, ModelState.PLACED, at=at)
         self.rec.placement_admitted(
             model.id,
             model.placement_id,
@@ -143,7 +144,7 @@ class Simulation:
             at=at,
         )
         self.heartbeat(model, at, node.name)
-        model.state = "placed"
+        model.state = ModelState.PLACED
         model.placed_at = at
         return True
 
@@ -172,8 +173,8 @@ class Simulation:
             )
 
     def activate(self, model: SimModel, at: float) -> None:
-        self.rec.model_state(model.id, "active", at=at)
-        model.state = "active"
+        self.rec.model_state(model.id, ModelState.ACTIVE, at=at)
+        model.state = ModelState.ACTIVE
         model.active_at = at
         model.next_at = at
 
@@ -262,21 +263,21 @@ class Simulation:
                 self._advance_model(model, now)
         if now - self._last_heartbeat >= HEARTBEAT_EVERY_S:
             for model in self.models.values():
-                if model.heartbeats and model.state in ("placed", "active"):
+                if model.heartbeats and model.state in HOLDING_STATES:
                     self.heartbeat(model, now)
             self._last_heartbeat = now
 
     def _advance_model(self, model: SimModel, now: float) -> None:
         while model.next_at <= now:
             t = model.next_at
-            if model.state == "waiting":
+            if model.state == ModelState.WAITING:
                 if not self.place(model, t):
                     model.next_at = t + 5.0
                     continue
                 model.next_at = t + self.rng.uniform(3, 10)
-            elif model.state == "placed":
+            elif model.state == ModelState.PLACED:
                 self.activate(model, t)
-            elif model.state == "active":
+            elif model.state == ModelState.ACTIVE:
                 self._op_event(model, t)
             else:
                 return
@@ -287,7 +288,7 @@ class Simulation:
             if model.step >= model.end_after_steps:
                 failed = self.rng.random() < 0.1
                 reason = "trainer exited: CUDA error: an illegal memory access" if failed else None
-                self.finish(model, "failed" if failed else "ended", t, reason)
+                self.finish(model, ModelState.FAILED if failed else ModelState.ENDED, t, reason)
                 return
             kinds = self.kinds(model.step)
             if model.cycle < len(kinds):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+from openrl_inspect import domain
+from openrl_inspect.domain import ModelState
+
 PREFIX = "oi"
 SCHEMA_VERSION = 1
 SCHEMA_VERSION_KEY = f"{PREFIX}:schema_version"
@@ -17,8 +20,8 @@ SCHEMA_VERSION_KEY = f"{PREFIX}:schema_version"
 # Ids come from OpenRL; they must not be able to forge another key or hash tag.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
-MODEL_STATES = ("waiting", "placed", "active", "failed", "ended")
-TERMINAL_STATES = ("failed", "ended")
+MODEL_STATES = tuple(ModelState)
+TERMINAL_STATES = tuple(s for s in ModelState if s in domain.TERMINAL_STATES)
 
 
 def valid_id(value: str) -> bool:

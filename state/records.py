@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from openrl_inspect.domain import ModelState, OpStatus, SessionState
+
 JsonDict = dict[str, Any]
 
 
@@ -88,7 +90,7 @@ class SessionRecord:
             client=_j(h, "client", {}),
             created_at=_f(h, "created_at"),
             last_activity_at=_f(h, "last_activity_at"),
-            state=_s(h, "state", "live"),
+            state=_s(h, "state", SessionState.LIVE),
             closed_at=_f(h, "closed_at"),
         )
 
@@ -115,7 +117,7 @@ class ModelRecord:
     ) -> ModelRecord:
         from openrl_inspect.state.keys import MODEL_STATES
 
-        transitions = {}
+        transitions: dict[str, float] = {}
         for state in MODEL_STATES:
             at = _f(h, f"{state}_at")
             if at is not None:
@@ -126,7 +128,7 @@ class ModelRecord:
             base_model=_s(h, "base_model"),
             lora=_j(h, "lora", {}),
             settings=_j(h, "settings", {}),
-            state=_s(h, "state", "waiting"),
+            state=_s(h, "state", ModelState.WAITING),
             state_at=_f(h, "state_at"),
             created_at=_f(h, "created_at"),
             transitions=transitions,
@@ -180,7 +182,7 @@ class OpRecord:
             model_id=_s(h, "model_id"),
             kind=_s(h, "kind"),
             step=_i(h, "step") if step not in (None, "") else None,
-            status=_s(h, "status", "accepted"),
+            status=_s(h, "status", OpStatus.ACCEPTED),
             accepted_at=_f(h, "accepted_at"),
             enqueued_at=_f(h, "enqueued_at"),
             started_at=_f(h, "started_at"),

@@ -7,6 +7,7 @@ import asyncio
 
 from openrl_inspect.adapters.kubernetes import GpuDevice, ObjectKey, PodRecord, WorkloadRecord
 from openrl_inspect.context import Context
+from openrl_inspect.domain import WAITING_STATES
 from openrl_inspect.loaders.kubernetes import WorkloadPage
 from openrl_inspect.resolvers.cluster.reads import (
     PER_OBJECT,
@@ -14,7 +15,7 @@ from openrl_inspect.resolvers.cluster.reads import (
     valid_dns_label,
     valid_dns_name,
 )
-from openrl_inspect.resolvers.cluster.waiting import WAITING_STATES, WaitReason, why_waiting
+from openrl_inspect.resolvers.cluster.waiting import WaitReason, why_waiting
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import PlacementRecord, WorkerRecord

@@ -19,31 +19,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from openrl_inspect.adapters.kubernetes import ClaimRecord, Condition, PodRecord, WorkloadRecord
+from openrl_inspect.domain import WAITING_STATES, WaitKind
 from openrl_inspect.state.records import ModelRecord
 
-WAITING_STATES = ("waiting", "placed")
-
 # kind -> (stage, source). Lower stages block later ones, so they rank first.
-KINDS: dict[str, tuple[int, str]] = {
-    "NO_WORKLOAD": (5, "kueue"),
-    "WORKLOAD_FINISHED": (8, "kueue"),
-    "WORKLOAD_INACTIVE": (10, "kueue"),
-    "EVICTED": (20, "kueue"),
-    "PREEMPTED": (21, "kueue"),
-    "INADMISSIBLE": (25, "kueue"),
-    "QUOTA": (30, "kueue"),
-    "PENDING": (32, "kueue"),
-    "REQUEUED": (35, "kueue"),
-    "ADMISSION_CHECK": (40, "kueue"),
-    "NO_PODS": (50, "kubernetes"),
-    "POD_GATED": (55, "scheduler"),
-    "UNSCHEDULABLE": (60, "scheduler"),
-    "CLAIM_UNALLOCATED": (65, "dra"),
-    "CONTAINER_ERROR": (68, "kubelet"),
-    "POD_FAILED": (69, "kubelet"),
-    "CONTAINER_WAITING": (70, "kubelet"),
-    "NO_WORKLOAD_FOR_PODS": (80, "kueue"),
-    "NOTHING_FOUND": (99, "inspector"),
+KINDS: dict[WaitKind, tuple[int, str]] = {
+    WaitKind.NO_WORKLOAD: (5, "kueue"),
+    WaitKind.WORKLOAD_FINISHED: (8, "kueue"),
+    WaitKind.WORKLOAD_INACTIVE: (10, "kueue"),
+    WaitKind.EVICTED: (20, "kueue"),
+    WaitKind.PREEMPTED: (21, "kueue"),
+    WaitKind.INADMISSIBLE: (25, "kueue"),
+    WaitKind.QUOTA: (30, "kueue"),
+    WaitKind.PENDING: (32, "kueue"),
+    WaitKind.REQUEUED: (35, "kueue"),
+    WaitKind.ADMISSION_CHECK: (40, "kueue"),
+    WaitKind.NO_PODS: (50, "kubernetes"),
+    WaitKind.POD_GATED: (55, "scheduler"),
+    WaitKind.UNSCHEDULABLE: (60, "scheduler"),
+    WaitKind.CLAIM_UNALLOCATED: (65, "dra"),
+    WaitKind.CONTAINER_ERROR: (68, "kubelet"),
+    WaitKind.POD_FAILED: (69, "kubelet"),
+    WaitKind.CONTAINER_WAITING: (70, "kubelet"),
+    WaitKind.NO_WORKLOAD_FOR_PODS: (80, "kueue"),
+    WaitKind.NOTHING_FOUND: (99, "inspector"),
 }
 # A requeue is history once the Workload is admitted again.
 REQUEUED_HISTORY_STAGE = 90
@@ -60,7 +59,7 @@ class WaitReason:
     """One likely cause. ``rank`` is 1 for the most likely; ``object`` names the
     Kubernetes object it comes from (``Workload ns/name``, ``Pod ns/name``...)."""
 
-    kind: str
+    kind: WaitKind
     source: str
     reason: str | None
     message: str
@@ -121,7 +120,7 @@ class _Collector:
 
     def add(
         self,
-        kind: str,
+        kind: WaitKind,
         message: str,
         *,
         obj: str | None,
@@ -169,13 +168,13 @@ def _workload_causes(out: _Collector, w: WorkloadRecord, peers: Sequence[Workloa
     admitted = w.is_true("Admitted")
     if not w.active:
         out.add(
-            "WORKLOAD_INACTIVE",
+            WaitKind.WORKLOAD_INACTIVE,
             "The Workload is deactivated (spec.active is false): Kueue will not admit it.",
             obj=ref,
             reason="Inactive",
             since=_since(w.condition("Evicted")) or w.created,
         )
-    for ctype, kind in (("Evicted", "EVICTED"), ("Preempted", "PREEMPTED")):
+    for ctype, kind in (("Evicted", WaitKind.EVICTED), ("Preempted", WaitKind.PREEMPTED)):
         cond = w.condition(ctype)
         if cond is not None and cond.status == "True" and not admitted:
             out.add(
@@ -189,7 +188,7 @@ def _workload_causes(out: _Collector, w: WorkloadRecord, peers: Sequence[Workloa
         _quota_cause(out, w, quota, ref, peers)
     elif quota is None and not admitted and w.active:
         out.add(
-            "PENDING",
+            WaitKind.PENDING,
             "Kueue has not evaluated the Workload yet (no QuotaReserved condition).",
             obj=ref,
             since=w.created,
@@ -201,7 +200,7 @@ def _workload_causes(out: _Collector, w: WorkloadRecord, peers: Sequence[Workloa
         if requeued is not None and requeued.message:
             message = f"{message} {requeued.message}"
         out.add(
-            "REQUEUED",
+            WaitKind.REQUEUED,
             message,
             obj=ref,
             reason=requeued.reason if requeued else None,
@@ -211,7 +210,7 @@ def _workload_causes(out: _Collector, w: WorkloadRecord, peers: Sequence[Workloa
     if quota is not None and quota.status == "True" and not admitted:
         cond = w.condition("Admitted")
         out.add(
-            "ADMISSION_CHECK",
+            WaitKind.ADMISSION_CHECK,
             (cond.message if cond and cond.message else None)
             or "Quota is reserved; waiting for the admission checks to pass.",
             obj=ref,
@@ -236,13 +235,13 @@ def _quota_cause(
     match = _QUOTA.search(message)
     details: tuple[str | None, str | None, int | None] = (None, None, None)
     if quota.reason == "Inadmissible":
-        kind = "INADMISSIBLE"
+        kind = WaitKind.INADMISSIBLE
     elif match is not None:
-        kind = "QUOTA"
+        kind = WaitKind.QUOTA
         more = match.group("more")
         details = (match.group("resource"), match.group("flavor"), int(more) if more else None)
     else:
-        kind = "PENDING"
+        kind = WaitKind.PENDING
     out.add(
         kind,
         message,
@@ -259,7 +258,7 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
     failure = pod.scheduling_failure
     if pod.phase == "Failed":
         out.add(
-            "POD_FAILED",
+            WaitKind.POD_FAILED,
             f"The pod failed (phase Failed) on {pod.node_name or 'no node'}.",
             obj=ref,
             reason="Failed",
@@ -268,7 +267,7 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
     if failure is not None and pod.node_name is None:
         gated = failure.reason == "SchedulingGated"
         out.add(
-            "POD_GATED" if gated else "UNSCHEDULABLE",
+            WaitKind.POD_GATED if gated else WaitKind.UNSCHEDULABLE,
             failure.message
             or ("The pod is gated until its Workload is admitted." if gated else "Unschedulable."),
             obj=ref,
@@ -287,7 +286,7 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
                 f"{r.count or 1} x {r.device_class or r.name}" for r in claim.requests
             )
             out.add(
-                "CLAIM_UNALLOCATED",
+                WaitKind.CLAIM_UNALLOCATED,
                 f"ResourceClaim {claim.name} is not allocated"
                 + (f" (requests {wanted})." if wanted else "."),
                 obj=_ref("ResourceClaim", claim.namespace, claim.name),
@@ -297,7 +296,7 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
     for entry in pod.resource_claims:
         if entry.claim_name is None and entry.template_name is not None:
             out.add(
-                "CLAIM_UNALLOCATED",
+                WaitKind.CLAIM_UNALLOCATED,
                 f"The ResourceClaim for {entry.name!r} (template {entry.template_name}) "
                 "has not been created yet.",
                 obj=ref,
@@ -311,7 +310,7 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
             continue
         error = any(marker in container.reason for marker in _CONTAINER_ERRORS)
         out.add(
-            "CONTAINER_ERROR" if error else "CONTAINER_WAITING",
+            WaitKind.CONTAINER_ERROR if error else WaitKind.CONTAINER_WAITING,
             container.message or f"Container {container.name} is waiting: {container.reason}.",
             obj=ref,
             reason=container.reason,
@@ -339,7 +338,7 @@ def why_waiting(
     live_pods = [p for p in pods if not p.deleting and p.phase != "Succeeded"]
     if not workloads and not live_pods:
         out.add(
-            "NO_WORKLOAD",
+            WaitKind.NO_WORKLOAD,
             f"No Kueue Workload and no pods carry the label openrl.ai/model-id={model.id}: "
             "the model's job has not been created (or is not managed by Kueue).",
             obj=None,
@@ -350,7 +349,7 @@ def why_waiting(
         last = max(workloads, key=lambda w: _since(w.condition("Finished")) or 0.0)
         cond = last.condition("Finished")
         out.add(
-            "WORKLOAD_FINISHED",
+            WaitKind.WORKLOAD_FINISHED,
             (cond.message if cond and cond.message else None)
             or "The model's Workload has finished; no new one was created.",
             obj=_ref("Workload", last.namespace, last.name),
@@ -359,7 +358,7 @@ def why_waiting(
         )
     elif not workloads:
         out.add(
-            "NO_WORKLOAD_FOR_PODS",
+            WaitKind.NO_WORKLOAD_FOR_PODS,
             "The model's pods have no Kueue Workload: they are not queued by Kueue.",
             obj=None,
             reason="NotFound",
@@ -369,7 +368,7 @@ def why_waiting(
     if admitted and not live_pods:
         first = admitted[0]
         out.add(
-            "NO_PODS",
+            WaitKind.NO_PODS,
             "The Workload is admitted but none of the model's pods exist yet.",
             obj=_ref("Workload", first.namespace, first.name),
             reason="NoPods",
@@ -379,7 +378,7 @@ def why_waiting(
         _pod_causes(out, pod, claims)
     if not out.causes:
         out.add(
-            "NOTHING_FOUND",
+            WaitKind.NOTHING_FOUND,
             "Kubernetes shows nothing blocking this model: its Workload is admitted and "
             "its pods are scheduled; the workers may still be starting.",
             obj=None,

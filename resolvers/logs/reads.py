@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, LogPage, explorer_url
 from openrl_inspect.context import Context
+from openrl_inspect.domain import ModelState, SessionState
 from openrl_inspect.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend, first_error
 from openrl_inspect.resolvers.logs.args import (
@@ -80,10 +81,10 @@ MAX_ROUNDS = 3
 async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
     rec = await R.model(ctx, mid)
     at = rec.transitions
-    if rec.state == "failed" and "failed" in at:
-        default = _around(at["failed"], BEFORE_FAILURE, AFTER_FAILURE)
-    elif rec.state == "ended" and "ended" in at:
-        default = _around(at["ended"], RECENT, AFTER_FAILURE)
+    if rec.state == ModelState.FAILED and ModelState.FAILED in at:
+        default = _around(at[ModelState.FAILED], BEFORE_FAILURE, AFTER_FAILURE)
+    elif rec.state == ModelState.ENDED and ModelState.ENDED in at:
+        default = _around(at[ModelState.ENDED], RECENT, AFTER_FAILURE)
     else:
         default = _around(ctx.now, RECENT, timedelta(0))
     return await _logs(ctx, ("model", mid), [_Target(mid, mid)], default, args)
@@ -91,7 +92,7 @@ async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
 
 async def session_logs(ctx: Context, sid: str, args: LogArgs) -> LogAnswer:
     rec = await R.session(ctx, sid)
-    if rec.state == "closed" and rec.closed_at is not None:
+    if rec.state == SessionState.CLOSED and rec.closed_at is not None:
         default = _around(rec.closed_at, RECENT, AFTER_FAILURE)
     else:
         default = _around(ctx.now, RECENT, timedelta(0))

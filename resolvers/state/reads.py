@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from openrl_inspect.context import Context
+from openrl_inspect.domain import OpHealth, SessionState
 from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers.paging import Paged, paged
@@ -69,7 +70,7 @@ async def op(ctx: Context, oid: str) -> OpRecord:
 async def sessions(
     ctx: Context, live: bool, first: int | None, after: str | None
 ) -> Paged[SessionRecord]:
-    ref = ListRef("sessions", ("live" if live else "closed",))
+    ref = ListRef("sessions", (SessionState.LIVE if live else SessionState.CLOSED,))
     return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.sessions.load_many(_ids(ps)))
 
 
@@ -179,19 +180,19 @@ def worker_alive(ctx: Context, rec: WorkerRecord | None) -> bool:
     return ctx.now - rec.last_heartbeat_at <= ctx.limits.heartbeat_stale_s
 
 
-async def op_health(ctx: Context, rec: OpRecord) -> str:
+async def op_health(ctx: Context, rec: OpRecord) -> OpHealth:
     """DONE, PENDING, RUNNING, STUCK (long-running on a live worker) or LOST.
 
     LOST: the op was started on a worker whose heartbeats stopped (or whose record is
     gone) and it never finished: nobody will finish it.
     """
     if rec.finished_at is not None:
-        return "DONE"
+        return OpHealth.DONE
     if rec.started_at is None or rec.worker_id is None:
-        return "PENDING"
+        return OpHealth.PENDING
     wrec = await ctx.loaders.workers.load(rec.worker_id)
     if not worker_alive(ctx, wrec):
-        return "LOST"
+        return OpHealth.LOST
     if ctx.now - rec.started_at > ctx.limits.stuck_after_s:
-        return "STUCK"
-    return "RUNNING"
+        return OpHealth.STUCK
+    return OpHealth.RUNNING

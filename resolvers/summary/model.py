@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from openrl_inspect.context import Context
+from openrl_inspect.domain import WAITING_STATES, ModelState, OpHealth, OpStatus, Verdict
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
 
@@ -42,7 +43,7 @@ class LastError:
 @dataclass(frozen=True)
 class ModelSummary:
     model: ModelRecord
-    verdict: str  # PROGRESSING, WAITING, STALLED, STUCK, LOST_OPS, FAILED, ENDED, IDLE
+    verdict: Verdict
     reasons: list[str]
     steps_considered: int
     steps_per_minute: float | None
@@ -92,7 +93,7 @@ def kind_stats(ops: Sequence[OpRecord]) -> list[KindStats]:
             KindStats(
                 kind=kind,
                 count=len(items),
-                failed=sum(1 for o in items if o.status == "failed"),
+                failed=sum(1 for o in items if o.status == OpStatus.FAILED),
                 median_duration_s=_median(durations),
                 p90_duration_s=_quantile(durations, 0.9),
                 median_queue_wait_s=_median(waits),
@@ -139,13 +140,13 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
 
     per_minute, median_step, last_step = pace(steps)
     since_last = None if last_step is None else max(0.0, ctx.now - last_step)
-    failed = [o for o in ops if o.status == "failed"]
+    failed = [o for o in ops if o.status == OpStatus.FAILED]
     last_failed = max(failed, key=lambda o: o.finished_at or 0.0, default=None)
     oldest = min((o.accepted_at for o in open_ops if o.accepted_at is not None), default=None)
-    stuck, lost = health.count("STUCK"), health.count("LOST")
+    stuck, lost = health.count(OpHealth.STUCK), health.count(OpHealth.LOST)
     waiting_s = (
         max(0.0, ctx.now - rec.state_at)
-        if rec.state in ("waiting", "placed") and rec.state_at is not None
+        if rec.state in WAITING_STATES and rec.state_at is not None
         else None
     )
     verdict, reasons = judge(ctx, rec, since_last, median_step, stuck, lost, len(failed), waiting_s)
@@ -190,14 +191,14 @@ def judge(
     lost: int,
     failed_ops: int,
     waiting_s: float | None,
-) -> tuple[str, list[str]]:
+) -> tuple[Verdict, list[str]]:
     """One verdict, most serious first, with the reasons an agent would report."""
     reasons: list[str] = []
-    if rec.state == "failed":
+    if rec.state == ModelState.FAILED:
         reasons.append(f"model failed: {rec.failure_reason or 'no reason recorded'}")
-        return "FAILED", reasons
-    if rec.state == "ended":
-        return "ENDED", ["model ended"]
+        return Verdict.FAILED, reasons
+    if rec.state == ModelState.ENDED:
+        return Verdict.ENDED, ["model ended"]
     if lost:
         reasons.append(f"{lost} op(s) lost: their worker stopped heartbeating before finishing")
     if stuck:
@@ -207,17 +208,17 @@ def judge(
     if failed_ops:
         reasons.append(f"{failed_ops} failed op(s) in the recent steps")
     if lost:
-        return "LOST_OPS", reasons
+        return Verdict.LOST_OPS, reasons
     if stuck:
-        return "STUCK", reasons
-    if rec.state in ("waiting", "placed"):
+        return Verdict.STUCK, reasons
+    if rec.state in WAITING_STATES:
         reasons.insert(0, f"{rec.state} for {waiting_s or 0:.0f}s, no GPUs running it yet")
-        return "WAITING", reasons
+        return Verdict.WAITING, reasons
     if since_last is None:
-        return "IDLE", [*reasons, "active, but no finished step recorded"]
+        return Verdict.IDLE, [*reasons, "active, but no finished step recorded"]
     # Stalled: no step for far longer than steps usually take.
     usual = median_step or 0.0
     if since_last > max(10 * usual, 120.0):
         reasons.insert(0, f"no step finished for {since_last:.0f}s (median step {usual:.1f}s)")
-        return "STALLED", reasons
-    return "PROGRESSING", reasons
+        return Verdict.STALLED, reasons
+    return Verdict.PROGRESSING, reasons

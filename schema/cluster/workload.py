@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
+from openrl_inspect import domain
 from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
 from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import reads as K
@@ -143,27 +143,10 @@ class Workload:
         return Model.from_record(rec) if rec else None
 
 
-@strawberry.enum(description="What kind of cause a wait reason is.")
-class WaitReasonKind(Enum):
-    NO_WORKLOAD = "NO_WORKLOAD"
-    WORKLOAD_FINISHED = "WORKLOAD_FINISHED"
-    WORKLOAD_INACTIVE = "WORKLOAD_INACTIVE"
-    EVICTED = "EVICTED"
-    PREEMPTED = "PREEMPTED"
-    INADMISSIBLE = "INADMISSIBLE"
-    QUOTA = "QUOTA"
-    PENDING = "PENDING"
-    REQUEUED = "REQUEUED"
-    ADMISSION_CHECK = "ADMISSION_CHECK"
-    NO_PODS = "NO_PODS"
-    POD_GATED = "POD_GATED"
-    UNSCHEDULABLE = "UNSCHEDULABLE"
-    CLAIM_UNALLOCATED = "CLAIM_UNALLOCATED"
-    CONTAINER_ERROR = "CONTAINER_ERROR"
-    POD_FAILED = "POD_FAILED"
-    CONTAINER_WAITING = "CONTAINER_WAITING"
-    NO_WORKLOAD_FOR_PODS = "NO_WORKLOAD_FOR_PODS"
-    NOTHING_FOUND = "NOTHING_FOUND"
+WaitReasonKind = domain.WaitKind
+strawberry.enum(
+    WaitReasonKind, name="WaitReasonKind", description="What kind of cause a wait reason is."
+)
 
 
 @strawberry.type(
@@ -196,7 +179,7 @@ class WaitReason:
     def from_record(cls, rec: WaitReasonRecord) -> WaitReason:
         return cls(
             rank=rec.rank,
-            kind=WaitReasonKind(rec.kind),
+            kind=rec.kind,
             source=rec.source,
             object=rec.object,
             reason=rec.reason,

@@ -30,7 +30,7 @@ class StateQuery:
     async def models(
         self, info: Info, state: ModelState, first: int | None = None, after: str | None = None
     ) -> Connection[Model]:
-        page = await R.models_in_state(info.context, state.value, first, after)
+        page = await R.models_in_state(info.context, state, first, after)
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")

@@ -39,7 +39,9 @@ class Session(SessionMetricsFields, SessionLogFields):
             client=as_json(rec.client),
             created_at=ts(rec.created_at),
             last_activity_at=ts(rec.last_activity_at),
-            state=SessionState(rec.state) if rec.state in ("live", "closed") else SessionState.LIVE,
+            state=SessionState(rec.state)
+            if rec.state in tuple(SessionState)
+            else SessionState.LIVE,
             closed_at=ts(rec.closed_at),
         )
 

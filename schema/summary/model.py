@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 
 import strawberry
+from openrl_inspect import domain
 from openrl_inspect.context import Info
 from openrl_inspect.errors import InvalidInput
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import model as R
 from openrl_inspect.schema.common import ts
 
-
-@strawberry.enum(description="A model's condition, most serious first.")
-class Verdict(Enum):
-    FAILED = "FAILED"
-    LOST_OPS = "LOST_OPS"
-    STUCK = "STUCK"
-    STALLED = "STALLED"
-    WAITING = "WAITING"
-    IDLE = "IDLE"
-    PROGRESSING = "PROGRESSING"
-    ENDED = "ENDED"
+Verdict = domain.Verdict
+strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
 
 
 @strawberry.type

@@ -1,0 +1,94 @@
+"""The vocabulary: lifecycle states, op status and health, verdicts and wait kinds.
+
+One source of truth for every layer: the recorder writes these values, the state
+records decode them, the resolvers judge with them and the schema exposes them
+(Strawberry enums wrap these classes; a test checks that each GraphQL enum and its
+domain enum agree). A string of one of these vocabularies written anywhere else is a
+copy that will drift.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class ModelState(StrEnum):
+    """Lifecycle of a model (a LoRA training run), as OpenRL records it."""
+
+    WAITING = "waiting"  # created, waiting for GPUs (queued by Kueue)
+    PLACED = "placed"  # admitted and placed, workers starting
+    ACTIVE = "active"  # workers running ops
+    FAILED = "failed"
+    ENDED = "ended"
+
+
+#: States a model leaves no more.
+TERMINAL_STATES: Final = frozenset({ModelState.FAILED, ModelState.ENDED})
+#: States of a model not running yet: it waits for GPUs or for its workers.
+WAITING_STATES: Final = frozenset({ModelState.WAITING, ModelState.PLACED})
+#: States of a model that holds GPUs.
+HOLDING_STATES: Final = frozenset({ModelState.PLACED, ModelState.ACTIVE})
+
+
+class SessionState(StrEnum):
+    LIVE = "live"
+    CLOSED = "closed"
+
+
+class OpStatus(StrEnum):
+    """What OpenRL recorded of an op."""
+
+    ACCEPTED = "accepted"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class OpHealth(StrEnum):
+    """What became of an op, judged from its record and its worker's heartbeat."""
+
+    DONE = "DONE"
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    STUCK = "STUCK"  # running for too long on a live worker
+    LOST = "LOST"  # started on a worker that stopped heartbeating; nobody will finish it
+
+
+class Verdict(StrEnum):
+    """A model's condition, most serious first."""
+
+    FAILED = "FAILED"
+    LOST_OPS = "LOST_OPS"
+    STUCK = "STUCK"
+    STALLED = "STALLED"
+    WAITING = "WAITING"
+    IDLE = "IDLE"
+    PROGRESSING = "PROGRESSING"
+    ENDED = "ENDED"
+
+
+class WaitKind(StrEnum):
+    """What kind of cause a reason for waiting is, in the order GPUs are reached."""
+
+    NO_WORKLOAD = "NO_WORKLOAD"
+    WORKLOAD_FINISHED = "WORKLOAD_FINISHED"
+    WORKLOAD_INACTIVE = "WORKLOAD_INACTIVE"
+    EVICTED = "EVICTED"
+    PREEMPTED = "PREEMPTED"
+    INADMISSIBLE = "INADMISSIBLE"
+    QUOTA = "QUOTA"
+    PENDING = "PENDING"
+    REQUEUED = "REQUEUED"
+    ADMISSION_CHECK = "ADMISSION_CHECK"
+    NO_PODS = "NO_PODS"
+    POD_GATED = "POD_GATED"
+    UNSCHEDULABLE = "UNSCHEDULABLE"
+    CLAIM_UNALLOCATED = "CLAIM_UNALLOCATED"
+    CONTAINER_ERROR = "CONTAINER_ERROR"
+    POD_FAILED = "POD_FAILED"
+    CONTAINER_WAITING = "CONTAINER_WAITING"
+    NO_WORKLOAD_FOR_PODS = "NO_WORKLOAD_FOR_PODS"
+    NOTHING_FOUND = "NOTHING_FOUND"
