@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from openrl_inspect.recorder.recorder import RecorderBase
+from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
 
 # kind -> (mean, spread) of its execution time in seconds
