@@ -1,4 +1,10 @@
-"""``AsyncRecorder``: the asyncio recorder."""
+"""``AsyncRecorder``: the asyncio recorder.
+
+Built from settings (its own client), it flushes from a thread (``ThreadFlusher``) with a
+blocking client, so no flush work runs on the caller's event loop; ``flush`` and
+``close`` wait for that thread without blocking the loop. Given an asyncio client, it
+flushes from a task on the running loop with that client.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +16,35 @@ from types import TracebackType
 import redis.asyncio as aioredis
 from openrl_inspect.recorder import _wire as wire
 from openrl_inspect.recorder._buffer import log
-from openrl_inspect.recorder._client import ClientRecorder, async_client
-from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
+from openrl_inspect.recorder._client import ClientRecorder, sync_client
+from openrl_inspect.recorder._config import RecorderStats
 from openrl_inspect.recorder._flow import Outcome, Pending
+from openrl_inspect.recorder._threaded import ThreadFlusher
 
 
 class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
     """Asyncio recorder: a task on the running loop flushes with redis.asyncio.
 
-    The task starts when the recorder is made inside a running loop (or on ``start()``,
-    ``async with`` or the first ``flush()``), unless ``start=False``. Record methods may
-    be called from any thread.
+    ``AsyncRecorder.from_settings(settings)`` flushes from a thread of its own (started
+    at once unless ``start=False``). ``AsyncRecorder(client)`` flushes with the given
+    asyncio client from a task that starts when the recorder is made inside a running
+    loop (or on ``start()``, ``async with`` or the first ``flush()``), unless
+    ``start=False``. Record methods may be called from any thread.
     """
 
-    def _new_client(self, s: RecorderSettings) -> aioredis.Redis | aioredis.RedisCluster:
-        return async_client(s)
-
-    def _init_flusher(self, start: bool) -> None:
+    def _init_flusher(
+        self, client: aioredis.Redis | aioredis.RedisCluster | None, start: bool
+    ) -> None:
+        self._client = client
+        self._threaded: ThreadFlusher | None = None
+        if client is None:
+            own = sync_client(self.settings)
+            self._threaded = ThreadFlusher(
+                self.settings, self._buffer, self._flow, self._status, own
+            )
+            if start:
+                self._threaded.start()
+            return
         self._autostart = start
         self._io: asyncio.Lock | None = None
         self._wake_ev: asyncio.Event | None = None
@@ -49,7 +67,11 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         return self._io
 
     def start(self) -> None:
-        """Start the flusher task on the running loop (idempotent)."""
+        """Start the flusher (idempotent); a task needs a running loop."""
+        if self._threaded is not None:
+            if not self._buffer.closed:
+                self._threaded.start()
+            return
         if self._task is not None or self._buffer.closed:
             return
         self._ensure_loop()
@@ -66,6 +88,17 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    def flush_soon(self) -> None:
+        """Have the flusher write what is buffered now, and return at once.
+
+        For a sync point: a sampler that calls it just before awaiting its GPU gets the
+        flush done (by the flusher thread) while it waits.
+        """
+        if self._threaded is not None:
+            self._threaded.wake()
+        else:
+            self._wake()
 
     def _wake(self) -> None:
         loop, ev = self._loop, self._wake_ev
@@ -154,9 +187,12 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         written by then stay pending for the flusher. Never raises (but is cancellable).
         """
         try:
+            target, before, deadline = self._flush_mark(timeout_s)
+            if self._threaded is not None:
+                await asyncio.to_thread(self._threaded.flush, target, deadline)
+                return self._written_since(before)
             if self._autostart:
                 self.start()
-            target, before, deadline = self._flush_mark(timeout_s)
             await self._drain(target, deadline)
             return self._written_since(before)
         except Exception:
@@ -168,6 +204,11 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         deadline = self._close_deadline(timeout_s)
         try:
             self._buffer.close()
+            if self._threaded is not None:
+                await asyncio.to_thread(self._threaded.close, deadline)
+                self._flow.abandon()
+                self._threaded.client.close()
+                return self.stats()
             task, self._task = self._task, None
             if task is not None:
                 task.cancel()
@@ -175,7 +216,7 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
                 await asyncio.wait({task}, timeout=left)
             await self._drain(None, deadline)
             self._flow.abandon()
-            if self._owns_client:
+            if self._owns_client and self._client is not None:
                 await self._client.aclose()
         except Exception:
             log.exception("recorder: close failed")

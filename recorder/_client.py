@@ -70,13 +70,10 @@ class ClientRecorder(RecorderBase, Generic[C]):
             clock=clock,
         )
         self._owns_client = client is None
-        self._client: C = client if client is not None else self._new_client(self.settings)
-        self._init_flusher(start)
+        self._init_flusher(client, start)
 
-    def _new_client(self, s: RecorderSettings) -> C:
-        raise NotImplementedError
-
-    def _init_flusher(self, start: bool) -> None:
+    def _init_flusher(self, client: C | None, start: bool) -> None:
+        """Set up the flusher, with ``client`` or (None) a client of its own."""
         raise NotImplementedError
 
     @classmethod

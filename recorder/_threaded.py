@@ -1,4 +1,11 @@
-"""``Recorder``: the synchronous recorder, flushed by a daemon thread."""
+"""The thread flusher, and ``Recorder``: the synchronous recorder it flushes.
+
+``ThreadFlusher`` drives the flow (``_flow``) with a blocking client from a daemon
+thread: it wakes on the time trigger (``flush_interval_s``), the size trigger (a full
+batch waiting) or ``flush_soon()``, and drains the buffer. ``flush``/``close`` drain
+from a helper thread bounded by their deadline. ``AsyncRecorder`` uses it too when it
+builds its own client, so no flush work runs on the caller's event loop.
+"""
 
 from __future__ import annotations
 
@@ -11,36 +18,34 @@ from types import TracebackType
 
 import redis
 from openrl_inspect.recorder import _wire as wire
-from openrl_inspect.recorder._buffer import log
+from openrl_inspect.recorder._buffer import Buffer, log
 from openrl_inspect.recorder._client import ClientRecorder, sync_client
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
-from openrl_inspect.recorder._flow import Outcome, Pending
+from openrl_inspect.recorder._flow import Flow, Outcome, Pending
+from openrl_inspect.recorder._status import Status
 
 
-def _close_at_exit(rec: Recorder) -> None:
-    rec.close(min(rec.settings.close_timeout_s, 5.0))
+class ThreadFlusher:
+    """Flushes a buffer's batches with a blocking client from a daemon thread."""
 
-
-class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
-    """Synchronous recorder: a daemon thread flushes with a blocking client.
-
-    ``Recorder(client)`` uses the given client (``redis.Redis`` or ``redis.RedisCluster``;
-    give it socket timeouts); ``Recorder.from_settings(settings)`` builds its own. The
-    thread starts at once unless ``start=False`` (then only ``flush()`` writes).
-    """
-
-    def _new_client(self, s: RecorderSettings) -> redis.Redis | redis.RedisCluster:
-        return sync_client(s)
-
-    def _init_flusher(self, start: bool) -> None:
+    def __init__(
+        self,
+        settings: RecorderSettings,
+        buffer: Buffer,
+        flow: Flow,
+        status: Status,
+        client: redis.Redis | redis.RedisCluster,
+    ) -> None:
+        self.settings = settings
+        self._buffer = buffer
+        self._flow = flow
+        self._status = status
+        self.client = client
         self._io = threading.Lock()
         self._wake_event = threading.Event()
-        self._buffer.wake = self._wake_event.set
+        buffer.wake = self._wake_event.set
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._exit_hook: Callable[[], None] | None = None
-        if start:
-            self.start()
 
     def start(self) -> None:
         """Start the flusher thread (idempotent)."""
@@ -48,20 +53,14 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
             return
         self._thread = threading.Thread(target=self._run, name="openrl-recorder", daemon=True)
         self._thread.start()
-        if self.settings.flush_at_exit:
-            self._exit_hook = functools.partial(_close_at_exit, self)
-            atexit.register(self._exit_hook)
 
-    def __enter__(self) -> Recorder:
-        return self
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def wake(self) -> None:
+        """Flush now, in the background (returns at once)."""
+        self._wake_event.set()
 
     def _run(self) -> None:
         interval = self.settings.flush_interval_s
@@ -83,7 +82,7 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
         if not a.commands:
             return "ok"
         try:
-            results = wire.execute_sync(self._client, a.commands, self._flow.prefetch)
+            results = wire.execute_sync(self.client, a.commands, self._flow.prefetch)
         except Exception as exc:
             return self._flow.on_failure(p, exc)
         return self._flow.on_results(a, results)
@@ -142,6 +141,66 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
         helper.start()
         helper.join(max(0.0, deadline - time.monotonic()) + 0.05)
 
+    def flush(self, target: int, deadline: float) -> None:
+        """Settle ``target`` records (by count taken), giving up at ``deadline``."""
+        self._drain_bounded(target, deadline)
+
+    def close(self, deadline: float) -> None:
+        """Stop the thread and write what is pending, giving up at ``deadline``."""
+        self._stop.set()
+        self._wake_event.set()
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        self._drain_bounded(None, deadline)
+
+
+def _close_at_exit(rec: Recorder) -> None:
+    rec.close(min(rec.settings.close_timeout_s, 5.0))
+
+
+class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
+    """Synchronous recorder: a daemon thread flushes with a blocking client.
+
+    ``Recorder(client)`` uses the given client (``redis.Redis`` or ``redis.RedisCluster``;
+    give it socket timeouts); ``Recorder.from_settings(settings)`` builds its own. The
+    thread starts at once unless ``start=False`` (then only ``flush()`` writes).
+    """
+
+    def _init_flusher(self, client: redis.Redis | redis.RedisCluster | None, start: bool) -> None:
+        own = client if client is not None else sync_client(self.settings)
+        self._flusher = ThreadFlusher(self.settings, self._buffer, self._flow, self._status, own)
+        self._exit_hook: Callable[[], None] | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the flusher thread (idempotent)."""
+        if self._flusher.started or self._buffer.closed:
+            return
+        self._flusher.start()
+        if self.settings.flush_at_exit:
+            self._exit_hook = functools.partial(_close_at_exit, self)
+            atexit.register(self._exit_hook)
+
+    def flush_soon(self) -> None:
+        """Have the flusher thread write what is buffered now, and return at once.
+
+        For a sync point: a trainer that calls it just before waiting on its GPU gets
+        the flush done while it waits, not while its own Python code runs.
+        """
+        self._flusher.wake()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
     def flush(self, timeout_s: float | None = None) -> int:
         """Write every record made before this call; returns how many were written.
 
@@ -150,7 +209,7 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
         """
         try:
             target, before, deadline = self._flush_mark(timeout_s)
-            self._drain_bounded(target, deadline)
+            self._flusher.flush(target, deadline)
             return self._written_since(before)
         except Exception:
             log.exception("recorder: flush failed")
@@ -164,14 +223,10 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
                 atexit.unregister(self._exit_hook)
                 self._exit_hook = None
             self._buffer.close()
-            self._stop.set()
-            self._wake_event.set()
-            if self._thread is not None:
-                self._thread.join(max(0.0, deadline - time.monotonic()))
-            self._drain_bounded(None, deadline)
+            self._flusher.close(deadline)
             self._flow.abandon()
             if self._owns_client:
-                self._client.close()
+                self._flusher.client.close()
         except Exception:
             log.exception("recorder: close failed")
         return self.stats()
