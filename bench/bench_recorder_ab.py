@@ -111,8 +111,8 @@ def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: 
             w = time.perf_counter()
             cpu_work(work)
             work_times.append(time.perf_counter() - w)
-            if rec is not None and sync and j == 2:
-                rec.flush_soon()  # a sync point: the GPU wait follows
+            if rec is not None and sync and j == 2 and step % 16 == 0:
+                rec.flush_soon()  # a sync point every 16 steps: the GPU wait follows
             time.sleep(0.005)
             if rec is not None:
                 rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
@@ -204,7 +204,9 @@ def main(args: argparse.Namespace) -> None:
         lines += asyncio.run(sampler(server.url, args.rounds, args.batches))
     finally:
         server.cleanup()
-    print(f"bench/bench_recorder_ab.py --rounds {args.rounds}" + (" --sync-points" * args.sync_points))
+    print(
+        f"bench/bench_recorder_ab.py --rounds {args.rounds}" + (" --sync-points" * args.sync_points)
+    )
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
     print("\n".join(lines))
 

@@ -22,7 +22,7 @@ class RecorderSettings:
     capacity: int = 100_000
     shed_fraction: float = 0.5
     batch_size: int = 512
-    flush_interval_s: float = 0.2
+    flush_interval_s: float = 1.0
     backoff_base_s: float = 0.05
     backoff_cap_s: float = 5.0
     heartbeat_every_s: float = 5.0
