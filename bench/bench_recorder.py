@@ -10,10 +10,11 @@ Starts its own redis-server on a free loopback port. In one run:
 4. a trainer step loop (a thread, ``Recorder``): step time.
 
 3 and 4 alternate rounds with the recorder off (no record calls at all) and on
-(A B A B ...); the change is the median of the per-pair ratios on/off, with its spread.
-Every figure prints as median [q1 - q3] (n rounds) or [min - max] where stated.
+(A B A B ...); the change is the median of the per-pair ratios on/off, with its spread
+over the rounds as [min - max] (a gate holds only when the whole spread is within it).
+Other figures print as median [q1 - q3] (n rounds). At least 7 rounds.
 
-    .venv/bin/python bench/bench_recorder.py [--rounds 10] [--quick]
+    .venv/bin/python bench/bench_recorder.py [--rounds 9] [--quick]
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def quartiles(xs: list[float]) -> tuple[float, float, float]:
 def fmt(xs: list[float], unit: str, digits: int = 2) -> str:
     q1, med, q3 = quartiles(xs)
     return f"{med:.{digits}f} {unit} [{q1:.{digits}f} - {q3:.{digits}f}] (n={len(xs)})"
+
+
+def gate(xs: list[float], unit: str, within: Callable[[float], bool]) -> str:
+    """Median and [min - max] of paired changes, and whether the whole spread is within."""
+    med = statistics.median(xs)
+    held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
+    return f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held}"
 
 
 def cpu_work(n: int) -> int:
@@ -236,8 +244,8 @@ async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) 
         f"{batches} batches per round, ~{gpu_s * 1000:.0f} ms await + CPU work each | |",
         f"| sampler loop throughput, recorder on | {fmt(on, 'batches/s', 1)} | "
         f"{st.written:,} records written, 0 dropped | |",
-        f"| sampler loop throughput change (on/off, paired) | {fmt(change, '%', 2)} | "
-        f"negative = slower | regression < 1% |",
+        f"| sampler loop throughput change (on/off, paired) | "
+        f"{gate(change, '%', lambda x: x > -1.0)} | negative = slower | regression < 1% |",
     ]
 
 
@@ -285,8 +293,8 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
         f"{steps} steps per round: 3 ops x (CPU work + {gpu_s * 1000:.0f} ms GPU wait) | |",
         f"| trainer step time, recorder on | {fmt(on, 'ms', 3)} | "
         f"{st.written:,} records written, 0 dropped | |",
-        f"| trainer step time change (on/off, paired) | {fmt(change, '%', 2)} | "
-        f"positive = slower | regression < 0.5% |",
+        f"| trainer step time change (on/off, paired) | "
+        f"{gate(change, '%', lambda x: x < 0.5)} | positive = slower | regression < 0.5% |",
     ]
 
 
@@ -323,6 +331,9 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
-    main(parser.parse_args())
+    ns = parser.parse_args()
+    if ns.rounds < 7 and not ns.quick:
+        parser.error("--rounds: at least 7 alternating rounds for the gates")
+    main(ns)

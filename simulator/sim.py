@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 
 from openrl_inspect.domain import HOLDING_STATES, ModelState
-from openrl_inspect.recorder.recorder import RecorderBase
+from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
 
 # kind -> (mean, spread) of its execution time in seconds

@@ -1,4 +1,4 @@
-"""Records as stored in Redis hashes: decoding on the read side, encoding on the write side.
+"""Records as stored in Redis hashes: the one encoding the recorder writes, and decoding.
 
 Hash values are UTF-8 strings: times are epoch seconds (``repr`` of a float), structured
 values JSON. Decoding is lenient about missing fields (an older writer may not set them)
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from openrl_inspect.domain import ModelState, OpStatus, SessionState
 
 JsonDict = dict[str, Any]
@@ -55,20 +56,33 @@ def _j(h: Mapping[str, str], name: str, default: Any) -> Any:
         raise DecodeError(f"field {name!r} is not JSON") from None
 
 
+def dumps(value: Any) -> str:
+    """Compact JSON with sorted keys (orjson; json with ``str`` for exotic values)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
 def encode(values: Mapping[str, Any]) -> dict[str, str]:
-    """Encode a mapping for HSET, skipping ``None`` so absent stays absent."""
+    """Encode a mapping for HSET, skipping ``None`` so absent stays absent.
+
+    The one record encoding: the recorder writes with it and the decoders above read
+    it back (times and numbers as ``repr``, booleans as ``1``/``0``, strings as they
+    are, structures as compact JSON).
+    """
     out: dict[str, str] = {}
     for name, value in values.items():
         if value is None:
             continue
-        if isinstance(value, bool):
+        if value is True or value is False:
             out[name] = "1" if value else "0"
-        elif isinstance(value, int | float):
-            out[name] = repr(value)
         elif isinstance(value, str):
             out[name] = value
+        elif isinstance(value, int | float):
+            out[name] = repr(value)
         else:
-            out[name] = json.dumps(value, separators=(",", ":"), sort_keys=True)
+            out[name] = dumps(value)
     return out
 
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import (
+    LOW_VALUE,
     AsyncRecorder,
     Recorder,
     RecorderSettings,
@@ -20,7 +21,6 @@ from openrl_inspect.recorder import (
     Retention,
     WorkerInfo,
 )
-from openrl_inspect.recorder.recorder import LOW_VALUE
 from openrl_inspect.state import keys
 
 QUIET = RecorderSettings(publish_counters=False, recorder_id="rec-test", flush_at_exit=False)
@@ -215,7 +215,7 @@ def test_combining_sends_far_fewer_commands_than_records() -> None:
         rec.op_enqueued("m1", oid, at=1.1)
         rec.op_started("m1", oid, "w1", at=1.2)
         rec.op_finished("m1", oid, at=1.3)
-    p = rec._take()
+    p = rec._flow.take()
     assert p is not None
     # 100 op hashes + 100 op index keys + a few shared sorted sets, not 4 x 100 x ~3
     assert len(p.commands) < 220
@@ -252,7 +252,7 @@ def test_low_value_records_are_shed_first_then_everything_past_capacity() -> Non
 
 
 def writes_low_value_kinds() -> set[str]:
-    return {w.__name__ for w in LOW_VALUE}
+    return set(LOW_VALUE)
 
 
 def test_a_retried_batch_is_written_and_counted_once() -> None:

@@ -1,9 +1,11 @@
-"""The recorder's public records: its settings, who it writes for, and its counters."""
+"""The recorder's public records: its settings, retention, who it writes for, its counters."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+DAY = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class RecorderSettings:
     capacity: int = 100_000
     shed_fraction: float = 0.5
     batch_size: int = 512
-    flush_interval_s: float = 0.2
+    flush_interval_s: float = 1.0
     backoff_base_s: float = 0.05
     backoff_cap_s: float = 5.0
     heartbeat_every_s: float = 5.0
@@ -73,3 +75,23 @@ class RecorderStats:
             "pending": self.pending,
             "retried": self.retried,
         }
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much history is kept. Env prefix ``OPENRL_INSPECT_RETENTION_``."""
+
+    max_steps_per_model: int = 1000
+    ended_model_ttl_s: float = 7 * DAY
+    closed_session_ttl_s: float = 7 * DAY
+    worker_ttl_s: float = 1 * DAY
+    op_index_ttl_s: float = 30 * DAY
+    # Trimming walks the oldest steps; doing it every few steps amortises it.
+    trim_every_steps: int = 8
+    # Capped per-model sorted sets: the newest entries are kept.
+    max_sampler_batches_per_model: int = 10_000
+    max_logs_per_model: int = 5_000
+    # A client log message longer than this is cut (and marked ``truncated``).
+    max_log_message_chars: int = 4_096
+    # Recorder counters hashes (``oi:recorder:RID``) and their index.
+    recorder_ttl_s: float = 1 * DAY

@@ -1,16 +1,81 @@
-"""The record methods: each builds one tuple and appends it, never blocking or raising."""
+"""The record calls: what OpenRL's processes call, one method per kind of record.
+
+Each builds one ``(kind, arguments)`` tuple and appends it to the buffer: it never
+blocks, never raises (a call whose arguments cannot be captured is counted as
+``malformed``), and takes the time as ``time.time()`` unless given ``at``. What each
+kind writes is ``_writes.WRITES[kind]``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from openrl_inspect.recorder import writes
-from openrl_inspect.recorder.buffer import BufferCore
+from openrl_inspect.domain import OpStatus
+from openrl_inspect.recorder._buffer import Buffer
+from openrl_inspect.recorder._config import RecorderSettings, RecorderStats, Retention, WorkerInfo
+from openrl_inspect.recorder._flow import Flow
+from openrl_inspect.recorder._status import Status
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._:@/-]")
 
 
-class RecordCalls(BufferCore):
-    """What OpenRL's processes call: one method per kind of record."""
+def _default_id() -> str:
+    host = _SAFE_ID.sub("-", socket.gethostname())[:64].strip("-.:@/") or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class RecorderBase:
+    """The record methods and the counters, over a buffer, the status writes and the
+    flow of batches; ``Recorder`` and ``AsyncRecorder`` add a flusher."""
+
+    def __init__(
+        self,
+        retention: Retention | None = None,
+        *,
+        settings: RecorderSettings | None = None,
+        batch_size: int | None = None,
+        capacity: int | None = None,
+        worker: WorkerInfo | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        s = settings or RecorderSettings()
+        if batch_size is not None:
+            s = replace(s, batch_size=batch_size)
+        if capacity is not None:
+            s = replace(s, capacity=capacity)
+        self.settings = s
+        self.retention = retention or Retention()
+        self.worker = worker
+        self.recorder_id = s.recorder_id or _default_id()
+        self._buffer = Buffer(s, s.batch_size, s.capacity)
+        self.batch_size = self._buffer.batch_size
+        self.capacity = self._buffer.capacity
+        self._status = Status(s, self.retention, self._buffer, self.recorder_id, worker, clock)
+        self._worker_state = self._status.state
+        self._flow = Flow(s, self.retention, self._buffer, self._status, self._wid_of(worker))
+        self._wid = self._wid_of(worker)
+        self._clock = clock
+        self._put = self._buffer.put  # the hot path: one bound method call
+
+    @staticmethod
+    def _wid_of(worker: WorkerInfo | None) -> str | None:
+        return worker.id if worker is not None else None
+
+    @property
+    def pending(self) -> int:
+        """Records buffered or in flight (not yet written nor dropped)."""
+        return self._buffer.pending
+
+    def stats(self) -> RecorderStats:
+        """The exact counters: ``recorded == written + dropped + pending``."""
+        return self._buffer.stats(self.recorder_id)
 
     # -- sessions and models ---------------------------------------------------------------
 
@@ -20,7 +85,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.session_opened,
+                    "session_opened",
                     (
                         sid,
                         owner,
@@ -30,13 +95,13 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.session_opened)
+            self._buffer.malformed("session_opened")
 
     def session_closed(self, sid: str, at: float | None = None) -> None:
         try:
-            self._put((writes.session_closed, (sid, self._clock() if at is None else at)))
+            self._put(("session_closed", (sid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.session_closed)
+            self._buffer.malformed("session_closed")
 
     def model_created(
         self,
@@ -50,7 +115,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.model_created,
+                    "model_created",
                     (
                         mid,
                         sid,
@@ -62,17 +127,15 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.model_created)
+            self._buffer.malformed("model_created")
 
     def model_state(
         self, mid: str, state: str, reason: str | None = None, at: float | None = None
     ) -> None:
         try:
-            self._put(
-                (writes.model_state, (mid, state, self._clock() if at is None else at, reason))
-            )
+            self._put(("model_state", (mid, state, self._clock() if at is None else at, reason)))
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.model_state)
+            self._buffer.malformed("model_state")
 
     # -- ops and steps -----------------------------------------------------------------------
 
@@ -88,45 +151,43 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.op_accepted,
+                    "op_accepted",
                     (mid, oid, kind, step, self._clock() if at is None else at, session_id),
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.op_accepted)
+            self._buffer.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
-            self._put((writes.op_enqueued, (mid, oid, self._clock() if at is None else at)))
+            self._put(("op_enqueued", (mid, oid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.op_enqueued)
+            self._buffer.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
             if worker_id == self._wid:
-                self._current = (mid, oid)
-            self._put(
-                (writes.op_started, (mid, oid, worker_id, self._clock() if at is None else at))
-            )
+                self._worker_state.current = (mid, oid)
+            self._put(("op_started", (mid, oid, worker_id, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.op_started)
+            self._buffer.malformed("op_started")
 
     def op_finished(
         self,
         mid: str,
         oid: str,
-        status: str = "succeeded",
+        status: str = OpStatus.SUCCEEDED,
         metrics: Mapping[str, Any] | None = None,
         error: str | None = None,
         at: float | None = None,
     ) -> None:
         try:
-            cur = self._current
-            if cur is not None and cur[1] == oid:
-                self._current = None
+            state = self._worker_state
+            if state.current is not None and state.current[1] == oid:
+                state.current = None
             self._put(
                 (
-                    writes.op_finished,
+                    "op_finished",
                     (
                         mid,
                         oid,
@@ -138,7 +199,7 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.op_finished)
+            self._buffer.malformed("op_finished")
 
     def step_metrics(
         self,
@@ -151,12 +212,12 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.step_metrics,
+                    "step_metrics",
                     (mid, step, dict(metrics), self._clock() if at is None else at, finished),
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.step_metrics)
+            self._buffer.malformed("step_metrics")
 
     # -- workers, samplers, placements, client logs ----------------------------------------
 
@@ -174,7 +235,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.heartbeat,
+                    "heartbeat",
                     (
                         wid,
                         role,
@@ -188,7 +249,7 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.heartbeat)
+            self._buffer.malformed("heartbeat")
 
     def sampler_batch(
         self,
@@ -210,7 +271,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.sampler_batch,
+                    "sampler_batch",
                     (
                         mid,
                         batch_size,
@@ -225,7 +286,7 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.sampler_batch)
+            self._buffer.malformed("sampler_batch")
 
     def client_log(
         self,
@@ -239,7 +300,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.client_log,
+                    "client_log",
                     (
                         mid,
                         level,
@@ -250,7 +311,7 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.client_log)
+            self._buffer.malformed("client_log")
 
     def placement_admitted(
         self,
@@ -266,7 +327,7 @@ class RecordCalls(BufferCore):
         try:
             self._put(
                 (
-                    writes.placement_admitted,
+                    "placement_admitted",
                     (
                         mid,
                         pid,
@@ -280,15 +341,16 @@ class RecordCalls(BufferCore):
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.placement_admitted)
+            self._buffer.malformed("placement_admitted")
 
     def placement_released(self, mid: str, pid: str, at: float | None = None) -> None:
         try:
-            self._put((writes.placement_released, (mid, pid, self._clock() if at is None else at)))
+            self._put(("placement_released", (mid, pid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._malformed(writes.placement_released)
+            self._buffer.malformed("placement_released")
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
-        with self._lock:
-            self._status = {**self._status, **fields}
+        state = self._worker_state
+        with self._buffer.lock:
+            state.fields = {**state.fields, **fields}

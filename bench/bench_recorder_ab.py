@@ -1,0 +1,220 @@
+"""Independent A/B of the recorder's cost to its callers, through the public API only.
+
+Shapes (as issue 17 states them):
+
+- trainer: a thread; per step 3 ops of 4 ms Python work + 5 ms GPU wait (``time.sleep``),
+  each op recorded as accepted, enqueued, started and finished, plus the step's metrics;
+- sampler: asyncio; per batch an 8 ms await + 2 ms Python work, recorded as op started,
+  sampler batch, op finished (and a client log every 10 batches).
+
+Rounds alternate recorder off (no record calls, no recorder) and on; each gate is the
+median of the paired ratios on/off with the min and max over the rounds. Besides the
+gates it reports where the time goes: the flusher threads' CPU per record and wake-ups
+per second (from ``/proc/self/task``), the caller's Python work stretched by waiting for
+the GIL, and the sampler loop's lateness (how far awaits overshoot).
+
+    .venv/bin/python bench/bench_recorder_ab.py [--rounds 7] [--sync-points]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderSettings, WorkerInfo
+from support.redis_server import RedisServer
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_work(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+
+
+def calibrate(target_s: float) -> int:
+    n = 10_000
+    while True:
+        t = time.perf_counter()
+        cpu_work(n)
+        dt = time.perf_counter() - t
+        if dt > 0.05:
+            return max(1, int(n * target_s / dt))
+        n *= 2
+
+
+def recorder_threads() -> dict[int, tuple[float, int]]:
+    """CPU seconds and context switches of this process's recorder threads."""
+    out: dict[int, tuple[float, int]] = {}
+    for t in threading.enumerate():
+        if not t.name.startswith("openrl-recorder") or t.native_id is None:
+            continue
+        try:
+            base = f"/proc/self/task/{t.native_id}"
+            fields = Path(f"{base}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / TICK
+            status = Path(f"{base}/status").read_text()
+            switches = sum(
+                int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line
+            )
+        except (OSError, IndexError, ValueError):
+            continue
+        out[t.native_id] = (cpu, switches)
+    return out
+
+
+def spread(xs: list[float], unit: str, digits: int = 2) -> str:
+    return (
+        f"{statistics.median(xs):+.{digits}f} {unit} "
+        f"[{min(xs):+.{digits}f} .. {max(xs):+.{digits}f}] (n={len(xs)})"
+    )
+
+
+class Probe:
+    """Flusher CPU and wake-ups over one 'on' round."""
+
+    def __init__(self) -> None:
+        self.before = recorder_threads()
+        self.t = time.perf_counter()
+
+    def done(self, records: int) -> tuple[float, float]:
+        after = recorder_threads()
+        dt = time.perf_counter() - self.t
+        cpu = sum(c for c, _ in after.values()) - sum(c for c, _ in self.before.values())
+        sw = sum(s for _, s in after.values()) - sum(s for _, s in self.before.values())
+        return cpu / max(1, records) * 1e6, sw / dt
+
+
+def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: bool) -> Any:
+    step_times: list[float] = []
+    work_times: list[float] = []
+    for s in range(steps):
+        step = base + s
+        t = time.perf_counter()
+        for j in range(3):
+            oid = f"op-{step}-{j}"
+            if rec is not None:
+                rec.op_accepted("model-1", oid, "forward_backward", step, session_id="sess-1")
+                rec.op_enqueued("model-1", oid)
+                rec.op_started("model-1", oid, "trainer-0")
+            w = time.perf_counter()
+            cpu_work(work)
+            work_times.append(time.perf_counter() - w)
+            if rec is not None and sync and j == 2 and step % 16 == 0:
+                rec.flush_soon()  # a sync point every 16 steps: the GPU wait follows
+            time.sleep(0.005)
+            if rec is not None:
+                rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
+        if rec is not None:
+            rec.step_metrics("model-1", step, {"reward_mean": 0.6, "kl": 0.004}, finished=True)
+        step_times.append(time.perf_counter() - t)
+    return statistics.median(step_times), statistics.median(work_times)
+
+
+def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
+    work = calibrate(0.004)
+    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
+    settings = RecorderSettings(url=url, flush_at_exit=False)
+    rec = Recorder.from_settings(settings, worker=worker)
+    trainer_round(rec, 10, work, 10_000_000, sync)  # warm-up
+    change: list[float] = []
+    stretch: list[float] = []
+    cpu_per_rec: list[float] = []
+    wakeups: list[float] = []
+    for r in range(rounds):
+        off_step, off_work = trainer_round(None, steps, work, 0, sync)
+        probe = Probe()
+        on_step, on_work = trainer_round(rec, steps, work, r * steps, sync)
+        cpu, wake = probe.done(steps * 13)
+        change.append((on_step / off_step - 1) * 100)
+        stretch.append((on_work - off_work) * 1e6)
+        cpu_per_rec.append(cpu)
+        wakeups.append(wake)
+    st = rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    return [
+        f"trainer step time change: {spread(change, '%')}  (gate: < 0.5 %)",
+        f"  4 ms Python work stretched by: {spread(stretch, 'us', 0)}",
+        f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
+        f"flusher wake-ups: {spread(wakeups, '/s', 0)}",
+    ]
+
+
+async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int) -> Any:
+    lateness: list[float] = []
+    t = time.perf_counter()
+    for b in range(batches):
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.008)
+        lateness.append(time.perf_counter() - t0 - 0.008)
+        cpu_work(work)
+        if rec is not None:
+            oid = f"sample-{b}"
+            rec.op_started("model-1", oid, "sampler-0")
+            rec.sampler_batch("model-1", 32, 4096, 12000, time.perf_counter() - t0, 3, op_id=oid)
+            rec.op_finished("model-1", oid, metrics={"generated_tokens": 12000})
+            if b % 10 == 0:
+                rec.client_log("model-1", "INFO", "sampled", {"batch": b})
+    return batches / (time.perf_counter() - t), statistics.mean(lateness)
+
+
+async def sampler(url: str, rounds: int, batches: int) -> list[str]:
+    work = calibrate(0.002)
+    worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
+    rec = AsyncRecorder.from_settings(RecorderSettings(url=url, flush_at_exit=False), worker=worker)
+    await sampler_round(rec, 20, work)  # warm-up
+    change: list[float] = []
+    late: list[float] = []
+    cpu_per_rec: list[float] = []
+    wakeups: list[float] = []
+    for _ in range(rounds):
+        off, off_late = await sampler_round(None, batches, work)
+        probe = Probe()
+        on, on_late = await sampler_round(rec, batches, work)
+        cpu, wake = probe.done(batches * 31 // 10)
+        change.append((on / off - 1) * 100)
+        late.append((on_late - off_late) * 1e6)
+        cpu_per_rec.append(cpu)
+        wakeups.append(wake)
+    st = await rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    return [
+        f"sampler throughput change: {spread(change, '%')}  (gate: > -1 %)",
+        f"  loop lateness added per await: {spread(late, 'us', 0)}",
+        f"  flusher thread CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
+        f"wake-ups: {spread(wakeups, '/s', 0)} (0: the flusher runs on the loop)",
+    ]
+
+
+def main(args: argparse.Namespace) -> None:
+    server = RedisServer().start()
+    try:
+        lines = trainer(server.url, args.rounds, args.steps, args.sync_points)
+        lines += asyncio.run(sampler(server.url, args.rounds, args.batches))
+    finally:
+        server.cleanup()
+    print(
+        f"bench/bench_recorder_ab.py --rounds {args.rounds}" + (" --sync-points" * args.sync_points)
+    )
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--sync-points", action="store_true", help="trainer calls flush_soon()")
+    main(parser.parse_args())

@@ -1,0 +1,169 @@
+"""Write combining: a batch of records' effects, merged per key, emitted as commands.
+
+Combining is exact for what the records do:
+
+- HSET fields of one key merge in record order (a later record's field wins), as
+  successive HSETs would;
+- ZADD and ZREM on one key keep, per member, the last operation (its score, or its
+  removal), then send one ZADD and one ZREM;
+- HSETNX keeps the first value per field (later ones would have been no-ops);
+- SET keeps the last value; trims keep the widest cutoff; EXPIRE keeps the last TTL;
+- EXPIREs, trims and the per-model Lua scripts run after the batch's other writes,
+  so a key created in the batch gets its TTL, and a trim sees every step of the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openrl_inspect.recorder._config import Retention
+
+Command = tuple[Any, ...]
+
+
+class Batch:
+    """Records' effects, combined per key, then emitted as a list of commands."""
+
+    __slots__ = (
+        "_ex",
+        "_h",
+        "_nx",
+        "_s",
+        "_sc",
+        "_snx",
+        "_tr",
+        "_ts",
+        "_z",
+        "id_prefix",
+        "r",
+        "seq",
+        "worker_id",
+    )
+
+    def __init__(self, r: Retention, id_prefix: str = "", worker_id: str | None = None) -> None:
+        self.r = r
+        self.id_prefix = id_prefix
+        self.worker_id = worker_id
+        self.seq = 0  # the current record's sequence number, set by whoever compiles
+        self._h: dict[str, dict[str, str]] = {}
+        self._nx: dict[tuple[str, str], str] = {}
+        self._z: dict[str, dict[str, float | None]] = {}
+        self._s: dict[str, tuple[str, int]] = {}
+        self._snx: dict[str, str] = {}
+        self._ts: dict[str, float] = {}
+        self._tr: dict[str, int] = {}
+        self._ex: dict[str, int] = {}
+        self._sc: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+    def record_id(self) -> str:
+        """A stable id for the current record: the same on every replay of its batch."""
+        return f"{self.id_prefix}{self.seq}"
+
+    # -- the operations a record can ask for ----------------------------------------------
+
+    def hset(self, key: str, mapping: dict[str, str]) -> None:
+        """Set fields; ``mapping`` is owned by the batch afterwards."""
+        h = self._h.get(key)
+        if h is None:
+            self._h[key] = mapping
+        else:
+            h.update(mapping)
+
+    def hset1(self, key: str, name: str, value: str) -> None:
+        h = self._h.get(key)
+        if h is None:
+            self._h[key] = {name: value}
+        else:
+            h[name] = value
+
+    def hsetnx(self, key: str, name: str, value: str) -> None:
+        self._nx.setdefault((key, name), value)
+
+    def zadd(self, key: str, member: str, score: float) -> None:
+        z = self._z.get(key)
+        if z is None:
+            self._z[key] = {member: score}
+        else:
+            z[member] = score
+
+    def zrem(self, key: str, member: str) -> None:
+        z = self._z.get(key)
+        if z is None:
+            self._z[key] = {member: None}
+        else:
+            z[member] = None
+
+    def set(self, key: str, value: str, ex: int) -> None:
+        self._s[key] = (value, ex)
+
+    def set_nx(self, key: str, value: str) -> None:
+        self._snx.setdefault(key, value)
+
+    def trim_score(self, key: str, below: float) -> None:
+        """Remove members scored at or below ``below`` (the widest cutoff wins)."""
+        old = self._ts.get(key)
+        if old is None or below > old:
+            self._ts[key] = below
+
+    def trim_rank(self, key: str, keep: int) -> None:
+        """Keep only the ``keep`` highest-scored members."""
+        self._tr[key] = keep
+
+    def expire(self, key: str, ttl: int) -> None:
+        self._ex[key] = ttl
+
+    def script(self, script: str, key: str, *args: Any) -> None:
+        """Run a per-model script once per batch, after the batch's other writes."""
+        self._sc[(script, key)] = args
+
+    # -- emission -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return (
+            len(self._h)
+            + len(self._nx)
+            + len(self._z)
+            + len(self._s)
+            + len(self._snx)
+            + len(self._ts)
+            + len(self._tr)
+            + len(self._ex)
+            + len(self._sc)
+        )
+
+    def commands(self) -> list[Command]:
+        out: list[Command] = []
+        for key, value in self._snx.items():
+            out.append(("SET", key, value, "NX"))
+        for key, fields in self._h.items():
+            flat: list[str] = []
+            for name, v in fields.items():
+                flat.append(name)
+                flat.append(v)
+            out.append(("HSET", key, *flat))
+        for (key, name), v in self._nx.items():
+            out.append(("HSETNX", key, name, v))
+        for key, members in self._z.items():
+            add: list[Any] = []
+            rem: list[str] = []
+            for member, score in members.items():
+                if score is None:
+                    rem.append(member)
+                else:
+                    add.append(score)
+                    add.append(member)
+            if add:
+                out.append(("ZADD", key, *add))
+            if rem:
+                out.append(("ZREM", key, *rem))
+        for key, (value, ex) in self._s.items():
+            out.append(("SET", key, value, "EX", ex))
+        for key, below in self._ts.items():
+            out.append(("ZREMRANGEBYSCORE", key, "-inf", below))
+        for key, keep in self._tr.items():
+            out.append(("ZREMRANGEBYRANK", key, 0, -keep - 1))
+        for key, ttl in self._ex.items():
+            out.append(("EXPIRE", key, ttl))
+        for (script, key), args in self._sc.items():
+            out.append(("EVAL", script, 1, key, *args))
+        return out

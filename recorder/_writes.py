@@ -1,0 +1,362 @@
+"""What each kind of record writes: the table of kind -> key writes.
+
+A write function adds one record's effect to a :class:`~._batch.Batch` (which combines
+the writes of a batch per key). ``WRITES`` maps each record kind, the name of the
+record method, to its write function; ``LOW_VALUE`` names the kinds shed first.
+
+Every command is idempotent (HSET, HSETNX, ZADD, ZREM, SET, EXPIRE, trims, and scripts
+that only trim or expire): replaying a batch after a failed or half-applied pipeline
+leaves the same state as writing it once. Records that add a list entry (sampler
+batches, client logs) carry a record id fixed when the record is taken from the buffer,
+so a replay re-adds the same sorted-set member, not a copy.
+
+Retention is enforced as the records are written, so nothing needs a sweeper: ended
+models and closed sessions get TTLs, steps past the per-model cap are trimmed, capped
+sorted sets keep their newest entries, global indexes drop entries older than their
+retention. Hash values use the one record encoding, ``state.records.encode``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from openrl_inspect.domain import ModelState, OpStatus, SessionState
+from openrl_inspect.recorder._batch import Batch
+from openrl_inspect.recorder._scripts import EXPIRE_MODEL, TRIM_STEPS, model_prefix
+from openrl_inspect.state import keys
+from openrl_inspect.state.records import dumps, encode
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+def session_opened(b: Batch, sid: str, owner: str, client: Mapping[str, Any], at: float) -> None:
+    b.hset(
+        keys.session(sid),
+        encode(
+            {
+                "id": sid,
+                "owner": owner,
+                "client": dict(client),
+                "created_at": at,
+                "last_activity_at": at,
+                "state": SessionState.LIVE,
+            }
+        ),
+    )
+    b.zadd(keys.SESSIONS_LIVE, sid, at)
+
+
+def session_activity(b: Batch, sid: str, at: float) -> None:
+    b.hset1(keys.session(sid), "last_activity_at", repr(at))
+
+
+def session_closed(b: Batch, sid: str, at: float) -> None:
+    r = b.r
+    ttl = int(r.closed_session_ttl_s)
+    b.hset(
+        keys.session(sid),
+        encode({"state": SessionState.CLOSED, "closed_at": at, "last_activity_at": at}),
+    )
+    b.zrem(keys.SESSIONS_LIVE, sid)
+    b.zadd(keys.SESSIONS_CLOSED, sid, at)
+    b.trim_score(keys.SESSIONS_CLOSED, at - r.closed_session_ttl_s)
+    b.expire(keys.session(sid), ttl)
+    b.expire(keys.session_models(sid), ttl)
+
+
+def model_created(
+    b: Batch,
+    mid: str,
+    sid: str,
+    base_model: str,
+    lora: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    at: float,
+) -> None:
+    b.hset(
+        keys.model(mid),
+        encode(
+            {
+                "id": mid,
+                "session_id": sid,
+                "base_model": base_model,
+                "lora": dict(lora),
+                "settings": dict(settings),
+                "created_at": at,
+                "state": ModelState.WAITING,
+                "state_at": at,
+                "waiting_at": at,
+            }
+        ),
+    )
+    b.zadd(keys.session_models(sid), mid, at)
+    b.zadd(keys.models_in_state(ModelState.WAITING), mid, at)
+    session_activity(b, sid, at)
+
+
+def model_state(b: Batch, mid: str, state: str, at: float, reason: str | None = None) -> None:
+    if state not in keys.MODEL_STATES:
+        raise ValueError(f"unknown model state {state!r}")
+    fields: dict[str, Any] = {"state": state, "state_at": at, f"{state}_at": at}
+    if reason is not None:
+        fields["failure_reason"] = reason
+    b.hset(keys.model(mid), encode(fields))
+    for other in keys.MODEL_STATES:
+        if other != state:
+            b.zrem(keys.models_in_state(other), mid)
+    b.zadd(keys.models_in_state(state), mid, at)
+    if state in keys.TERMINAL_STATES:
+        ttl = b.r.ended_model_ttl_s
+        b.trim_score(keys.models_in_state(state), at - ttl)
+        b.script(EXPIRE_MODEL, keys.model(mid), int(ttl), model_prefix(mid))
+
+
+def op_accepted(
+    b: Batch,
+    mid: str,
+    oid: str,
+    kind: str,
+    step: int,
+    at: float,
+    session_id: str | None = None,
+) -> None:
+    r = b.r
+    sat = repr(at)
+    b.hset(
+        keys.op(mid, oid),
+        {
+            "id": oid,
+            "model_id": mid,
+            "kind": kind,
+            "step": repr(step),
+            "status": OpStatus.ACCEPTED,
+            "accepted_at": sat,
+        },
+    )
+    b.zadd(keys.steps(mid), str(step), step)
+    b.hsetnx(keys.step(mid, step), "started_at", sat)
+    b.zadd(keys.step_ops(mid, step), oid, at)
+    b.zadd(keys.open_ops(mid), oid, at)
+    b.set(keys.op_index(oid), mid, int(r.op_index_ttl_s))
+    if session_id is not None:
+        b.hset1(keys.session(session_id), "last_activity_at", sat)
+    if step % r.trim_every_steps == 0:
+        b.script(TRIM_STEPS, keys.steps(mid), r.max_steps_per_model, model_prefix(mid))
+
+
+def op_enqueued(b: Batch, mid: str, oid: str, at: float) -> None:
+    b.hset(keys.op(mid, oid), {"status": OpStatus.QUEUED, "enqueued_at": repr(at)})
+
+
+def op_started(b: Batch, mid: str, oid: str, worker_id: str, at: float) -> None:
+    b.hset(
+        keys.op(mid, oid),
+        {"status": OpStatus.RUNNING, "started_at": repr(at), "worker_id": worker_id},
+    )
+    b.zadd(keys.model_workers(mid), worker_id, at)
+
+
+def op_finished(
+    b: Batch,
+    mid: str,
+    oid: str,
+    status: str,
+    at: float,
+    metrics: Mapping[str, Any] | None = None,
+    error: str | None = None,
+) -> None:
+    fields = {"status": status, "finished_at": repr(at)}
+    if metrics:
+        fields["metrics"] = dumps(metrics)
+    if error is not None:
+        fields["error"] = error
+    b.hset(keys.op(mid, oid), fields)
+    b.zrem(keys.open_ops(mid), oid)
+
+
+def step_metrics(
+    b: Batch,
+    mid: str,
+    step: int,
+    metrics: Mapping[str, Any],
+    at: float,
+    finished: bool = False,
+) -> None:
+    fields = {"metrics": dumps(metrics)}
+    if finished:
+        fields["finished_at"] = repr(at)
+    b.zadd(keys.steps(mid), str(step), step)
+    b.hset(keys.step(mid, step), fields)
+
+
+def heartbeat(
+    b: Batch,
+    wid: str,
+    role: str,
+    pod: str,
+    node: str,
+    model_id: str | None,
+    gpu_ids: Sequence[str],
+    payload: Mapping[str, Any],
+    at: float,
+) -> None:
+    r = b.r
+    b.hset(
+        keys.worker(wid),
+        encode(
+            {
+                "id": wid,
+                "role": role,
+                "pod": pod,
+                "node": node,
+                "model_id": model_id,
+                "gpu_ids": list(gpu_ids),
+                "payload": dict(payload),
+                "last_heartbeat_at": at,
+            }
+        ),
+    )
+    b.hsetnx(keys.worker(wid), "started_at", repr(at))
+    b.expire(keys.worker(wid), int(r.worker_ttl_s))
+    b.zadd(keys.WORKERS, wid, at)
+    b.trim_score(keys.WORKERS, at - r.worker_ttl_s)
+    if model_id is not None:
+        b.zadd(keys.model_workers(model_id), wid, at)
+
+
+def placement_admitted(
+    b: Batch,
+    mid: str,
+    pid: str,
+    workload: str,
+    namespace: str,
+    pods: Sequence[str],
+    node: str,
+    gpu_ids: Sequence[str],
+    at: float,
+) -> None:
+    b.hset(
+        keys.placement(mid, pid),
+        encode(
+            {
+                "id": pid,
+                "model_id": mid,
+                "workload": workload,
+                "namespace": namespace,
+                "pods": list(pods),
+                "node": node,
+                "gpu_ids": list(gpu_ids),
+                "admitted_at": at,
+            }
+        ),
+    )
+    b.zadd(keys.placements(mid), pid, at)
+
+
+def placement_released(b: Batch, mid: str, pid: str, at: float) -> None:
+    b.hset1(keys.placement(mid, pid), "released_at", repr(at))
+
+
+def sampler_batch(
+    b: Batch,
+    mid: str,
+    batch_size: int,
+    prompt_tokens: int,
+    generated_tokens: int,
+    latency_s: float,
+    queue_depth: int,
+    worker_id: str | None,
+    op_id: str | None,
+    at: float,
+) -> None:
+    wid = worker_id or b.worker_id
+    entry: dict[str, Any] = {
+        "id": b.record_id(),
+        "t": at,
+        "batch_size": batch_size,
+        "prompt_tokens": prompt_tokens,
+        "generated_tokens": generated_tokens,
+        "latency_s": latency_s,
+        "queue_depth": queue_depth,
+    }
+    if wid is not None:
+        entry["worker"] = wid
+        b.zadd(keys.model_workers(mid), wid, at)
+    if op_id is not None:
+        entry["op_id"] = op_id
+    key = keys.sampler_batches(mid)
+    b.zadd(key, dumps(entry), at)
+    b.trim_rank(key, b.r.max_sampler_batches_per_model)
+
+
+def level_name(level: str | int) -> str:
+    """``logging`` levels (numbers or names) as one of ``LOG_LEVELS``."""
+    if isinstance(level, int):
+        name = logging.getLevelName(level)
+        if isinstance(name, str) and name in LOG_LEVELS:
+            return name
+        if level >= logging.CRITICAL:
+            return "CRITICAL"
+        for n in reversed(LOG_LEVELS):
+            if level >= logging.getLevelName(n):
+                return n
+        return "DEBUG"
+    upper = str(level).upper()
+    return "WARNING" if upper == "WARN" else upper if upper in LOG_LEVELS else "INFO"
+
+
+def client_log(
+    b: Batch,
+    mid: str,
+    level: str | int,
+    message: str,
+    fields: Mapping[str, Any] | None,
+    at: float,
+) -> None:
+    cap = b.r.max_log_message_chars
+    msg = str(message)
+    entry: dict[str, Any] = {
+        "id": b.record_id(),
+        "t": at,
+        "level": level_name(level),
+        "msg": msg[:cap],
+    }
+    if len(msg) > cap:
+        entry["truncated"] = True
+    if fields:
+        entry["fields"] = dict(fields)
+    if b.worker_id is not None:
+        entry["worker"] = b.worker_id
+    key = keys.logs(mid)
+    b.zadd(key, dumps(entry), at)
+    b.trim_rank(key, b.r.max_logs_per_model)
+
+
+Write = Callable[..., None]
+
+# kind (the record method's name) -> what its record writes
+WRITES: Mapping[str, Write] = {
+    "session_opened": session_opened,
+    "session_closed": session_closed,
+    "model_created": model_created,
+    "model_state": model_state,
+    "op_accepted": op_accepted,
+    "op_enqueued": op_enqueued,
+    "op_started": op_started,
+    "op_finished": op_finished,
+    "step_metrics": step_metrics,
+    "heartbeat": heartbeat,
+    "placement_admitted": placement_admitted,
+    "placement_released": placement_released,
+    "sampler_batch": sampler_batch,
+    "client_log": client_log,
+}
+
+# Kinds dropped first when the buffer passes the shed level: each is superseded or
+# summarised by the next.
+LOW_VALUE: frozenset[str] = frozenset({"heartbeat", "sampler_batch", "client_log"})
