@@ -5,6 +5,10 @@ batch. graphql-core completes sibling list items through chains of futures of un
 depth, so at a few hundred items some loads arrive later and start a second batch: a
 second round trip. This loader dispatches once ``quiet_ticks`` iterations pass with no
 new load (and at the latest after ``max_ticks``), so a level of a query is one batch.
+
+As in Strawberry's DataLoader, the batch function returns one result per key, in key
+order, and a result that is an exception fails that key alone: its siblings in the
+batch still get their values.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ V = TypeVar("V")
 class BatchLoader(Generic[K, V]):
     def __init__(
         self,
-        load_fn: Callable[[list[K]], Awaitable[Sequence[V]]],
+        load_fn: Callable[[list[K]], Awaitable[Sequence[V | BaseException]]],
         *,
         quiet_ticks: int = 3,
         max_ticks: int = 100,
@@ -44,8 +48,16 @@ class BatchLoader(Generic[K, V]):
         return fut
 
     async def load_many(self, keys: Iterable[K]) -> list[V]:
+        """The values of ``keys``; the first key's failure (in key order) is raised."""
         futures = [self.load(k) for k in keys]
-        return list(await asyncio.gather(*futures)) if futures else []
+        if not futures:
+            return []
+        # Every outcome is retrieved, so no failed sibling is logged as never retrieved.
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return list(outcomes)  # type: ignore[arg-type]  # no exceptions left: all V
 
     async def _dispatch(self) -> None:
         seen, quiet = len(self._pending), 0
@@ -72,5 +84,9 @@ class BatchLoader(Generic[K, V]):
                 raise
             return
         for fut, value in zip(batch.values(), values, strict=True):
-            if not fut.done():
+            if fut.done():
+                continue
+            if isinstance(value, BaseException):
+                fut.set_exception(value)
+            else:
                 fut.set_result(value)

@@ -2,8 +2,8 @@
 
 ``client`` is one Redis round trip per batch (``RedisClientLogs.client_logs``).
 ``worker`` reads the pages of one batch concurrently, each from the backend its key
-names; a failure is handed back as the value of its own key (an ``InspectorError``), so
-one model's failing read does not fail its siblings' fields. ``model_pods`` asks the
+names; an expected failure (an ``InspectorError``) fails its own key only, so one
+model's failing read does not fail its siblings' fields. ``model_pods`` asks the
 Kubernetes source for the pods of a batch of models once, best effort: the names only
 widen a Cloud Logging filter to entries that lack the model label.
 """
@@ -11,7 +11,6 @@ widen a Cloud Logging filter to entries that lack the model label.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,7 +47,7 @@ class WorkerRead:
 @dataclass(frozen=True)
 class LogLoaders:
     client: BatchLoader[ClientLogRequest, ClientLogSlice]
-    worker: BatchLoader[WorkerRead, LogPage | InspectorError]
+    worker: BatchLoader[WorkerRead, LogPage]
     model_pods: BatchLoader[str, tuple[str, ...]]
     # Which worker-log backends exist, for the resolver's choice.
     cloud_logging: bool
@@ -79,6 +78,7 @@ class LogLoaders:
         budget = [MAX_WORKER_READS]
 
         async def load_worker(keys: list[WorkerRead]) -> list[LogPage | InspectorError]:
+            # An InspectorError in the list fails its own key (see ``BatchLoader``).
             allowed, budget[0] = keys[: budget[0]], max(0, budget[0] - len(keys))
             refused = InvalidInput(
                 f"one query may read worker logs at most {MAX_WORKER_READS} times; "
@@ -112,7 +112,3 @@ class LogLoaders:
             cloud_logging=cloud_logging is not None,
             kubernetes=pod_logs is not None,
         )
-
-
-def first_error(answers: Sequence[LogPage | InspectorError]) -> InspectorError | None:
-    return next((a for a in answers if isinstance(a, InspectorError)), None)

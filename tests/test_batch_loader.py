@@ -52,3 +52,24 @@ async def test_wrong_number_of_results_is_an_error() -> None:
     loader: BatchLoader[int, int] = BatchLoader(fetch)
     with pytest.raises(RuntimeError, match="returned 0 for 1 keys"):
         await loader.load(1)
+
+
+async def test_an_exception_as_a_value_fails_its_own_key_only() -> None:
+    async def fetch(keys: list[int]) -> list[int | BaseException]:
+        return [LookupError(f"no {k}") if k % 2 else k for k in keys]
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    results = await asyncio.gather(*(loader.load(k) for k in range(4)), return_exceptions=True)
+    assert results[0] == 0 and results[2] == 2
+    assert isinstance(results[1], LookupError) and str(results[1]) == "no 1"
+    assert isinstance(results[3], LookupError)
+
+
+async def test_load_many_raises_the_first_failure_in_key_order() -> None:
+    async def fetch(keys: list[int]) -> list[int | BaseException]:
+        return [ValueError(str(k)) if k >= 2 else k for k in keys]
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    assert await loader.load_many([0, 1]) == [0, 1]
+    with pytest.raises(ValueError, match="^3$"):
+        await loader.load_many([3, 1, 2])

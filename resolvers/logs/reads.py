@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 from openrl_inspect.adapters.kubernetes import ObjectKey
-from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, LogPage, explorer_url
+from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, explorer_url
 from openrl_inspect.context import Context
 from openrl_inspect.domain import ModelState, SessionState
 from openrl_inspect.errors import BackendUnavailable, InvalidInput
-from openrl_inspect.loaders.logs import WorkerBackend, first_error
+from openrl_inspect.loaders.logs import WorkerBackend
 from openrl_inspect.resolvers.logs.args import (
     AFTER_FAILURE,
     BEFORE_FAILURE,
@@ -144,24 +144,16 @@ async def _logs(
     clients = _client_sides(targets, start, end, size, args, resume)
 
     # Round one: every side, with the fallback to pod logs if Cloud Logging is down.
-    pages = await ctx.logs.worker.load_many([w.read for w in workers])
-    error = first_error(pages)
-    if (
-        error is not None
-        and backend == "cloud_logging"
-        and resume is None
-        and isinstance(error, BackendUnavailable)
-        and ctx.logs.kubernetes
-    ):
+    try:
+        pages = await ctx.logs.worker.load_many([w.read for w in workers])
+    except BackendUnavailable as error:
+        if not (backend == "cloud_logging" and resume is None and ctx.logs.kubernetes):
+            raise
         backend = "kubernetes"
         fallback = f"Cloud Logging is unavailable ({error.message}): pod logs from Kubernetes"
         workers = await _worker_sides(ctx, backend, targets, start, end, size, args, None)
         pages = await ctx.logs.worker.load_many([w.read for w in workers])
-        error = first_error(pages)
-    if error is not None:
-        raise error
     for side, page in zip(workers, pages, strict=True):
-        assert isinstance(page, LogPage)
         side.fill(page)
     found = await ctx.logs.client.load_many([c.request for c in clients])
     for client, slice_ in zip(clients, found, strict=True):

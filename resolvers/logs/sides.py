@@ -13,7 +13,7 @@ from openrl_inspect.adapters.logs import LogEntry, LogPage, LogQuery
 from openrl_inspect.adapters.redis import ClientLogRequest, ClientLogSlice
 from openrl_inspect.context import Context
 from openrl_inspect.errors import BackendNotConfigured
-from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead, first_error
+from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead
 from openrl_inspect.resolvers.logs.args import LogArgs, LogLimit
 from openrl_inspect.resolvers.logs.cursor import Resume
 
@@ -242,10 +242,7 @@ async def _refill(ctx: Context, blocked: Sequence[Side]) -> None:
     for client in clients:
         client.refill()
     pages = await ctx.logs.worker.load_many([w.read for w in workers])
-    if (error := first_error(pages)) is not None:
-        raise error
     for side, page in zip(workers, pages, strict=True):
-        assert isinstance(page, LogPage)
         side.fill(page)
     found = await ctx.logs.client.load_many([c.request for c in clients])
     for client, slice_ in zip(clients, found, strict=True):
