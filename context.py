@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import strawberry
 from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
 from openrl_inspect.adapters.logs import LogSource
 from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
@@ -79,6 +78,3 @@ class Context:
                 backends.kubernetes,
             ),
         )
-
-
-Info = strawberry.Info[Context, None]

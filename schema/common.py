@@ -7,7 +7,11 @@ from typing import Any, cast
 
 import strawberry
 from openrl_inspect import domain
+from openrl_inspect.context import Context
 from strawberry.scalars import JSON
+
+# What every resolver receives: the typed per-request context.
+Info = strawberry.Info[Context, None]
 
 
 def ts(value: float | None) -> datetime | None:

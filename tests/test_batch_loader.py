@@ -71,5 +71,5 @@ async def test_load_many_raises_the_first_failure_in_key_order() -> None:
 
     loader: BatchLoader[int, int] = BatchLoader(fetch)
     assert await loader.load_many([0, 1]) == [0, 1]
-    with pytest.raises(ValueError, match="^3$"):
+    with pytest.raises(ValueError, match=r"^3$"):
         await loader.load_many([3, 1, 2])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     KUEUE_GROUP,
@@ -41,25 +41,13 @@ log = logging.getLogger(__name__)
 
 # The SDK is only partly annotated (untyped functions, ``Any`` results): it is used as
 # ``Any`` here, at the one boundary, and nothing typed from it leaves this module.
-# Imported on first use, when a Kubernetes backend opens: the SDK takes about a second
-# to import, and nothing else (the CLI's help, the demo, the resolvers) needs it.
-class _OnFirstUse:
-    def __init__(self, module: str) -> None:
-        self._name = module
-        self._module: Any = None
-
-    def __getattr__(self, attr: str) -> Any:
-        if self._module is None:
-            self._module = importlib.import_module(self._name)
-        return getattr(self._module, attr)
-
-
+# The SDK (about a second to import) loads when a Kubernetes source opens.
 if TYPE_CHECKING:
     import aiohttp
 else:
-    aiohttp = _OnFirstUse("aiohttp")
-kclient: Any = _OnFirstUse("kubernetes.aio.client")
-kconfig: Any = _OnFirstUse("kubernetes.aio.config")
+    aiohttp = lazy.module("aiohttp")
+kclient: Any = lazy.module("kubernetes.aio.client")
+kconfig: Any = lazy.module("kubernetes.aio.config")
 
 
 _DRA_APIS: dict[str, str] = {

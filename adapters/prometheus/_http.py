@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-import httpx
 import orjson
+from openrl_inspect import lazy
 from openrl_inspect.adapters.prometheus._source import (
     BACKEND,
     PrometheusSettings,
@@ -41,6 +41,11 @@ from openrl_inspect.errors import (
     BackendUnavailable,
     InvalidInput,
 )
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy.module("httpx")  # loads when a Prometheus source opens
 
 GOOGLE_SCOPE = "https://www.googleapis.com/auth/monitoring.read"
 _ERROR_TYPE_RE = re.compile(r"[a-z_]{1,32}")

@@ -10,19 +10,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import redis.asyncio as aioredis
-import redis.exceptions as rexc
+from openrl_inspect import lazy
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
 )
-from redis.asyncio.cluster import RedisCluster
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+    import redis.exceptions as rexc
+    from redis.asyncio.cluster import RedisCluster
+else:
+    # redis-py loads when a client is first opened (see ``openrl_inspect.lazy``).
+    aioredis = lazy.module("redis.asyncio")
+    rexc = lazy.module("redis.exceptions")
 
 BACKEND = "redis"
 T = TypeVar("T")
@@ -54,6 +59,10 @@ class RoundTrips:
 
 def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
     """Build (not yet connect) an asyncio client for ``settings``."""
+    from redis.asyncio.cluster import RedisCluster
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
     common: dict[str, Any] = {
         "decode_responses": True,
         "socket_timeout": settings.timeout_s,

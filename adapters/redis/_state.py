@@ -15,9 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis._client import (
     BACKEND,
     Pipe,
@@ -39,7 +38,10 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
-from redis.asyncio.cluster import RedisCluster
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+    from redis.asyncio.cluster import RedisCluster
 
 # Extra members fetched past a page so that items sharing the cursor's score can be
 # skipped without a second round trip; more ties than this cost one more trip.

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import links as KM
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
@@ -20,6 +19,7 @@ from openrl_inspect.schema.cluster.common import LiveConnection
 from openrl_inspect.schema.cluster.node import Gpu, Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
+from openrl_inspect.schema.common import Info
 from openrl_inspect.state.records import PlacementRecord
 
 if TYPE_CHECKING:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import counting as C
 from openrl_inspect.resolvers.cluster import reads as K
@@ -21,7 +20,7 @@ from openrl_inspect.schema.cluster.common import (
     conditions,
 )
 from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.metrics.types import GpuMetricsFields, NodeMetricsFields
 from strawberry.scalars import JSON
 

@@ -21,7 +21,6 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
     SchedulingFailure,
 )
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
@@ -30,7 +29,7 @@ from openrl_inspect.schema.cluster.common import (
     KubeCondition,
     conditions,
 )
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.logs.types import PodLogFields
 from strawberry.scalars import JSON
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.schema.cluster.common import KubernetesStatus, LiveConnection
 from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import Workload
+from openrl_inspect.schema.common import Info
 
 
 @strawberry.type

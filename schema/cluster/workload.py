@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect import domain
 from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.resolvers.cluster.waiting import WaitReason as WaitReasonRecord
 from openrl_inspect.schema.cluster.common import (
@@ -18,7 +17,7 @@ from openrl_inspect.schema.cluster.common import (
     KubeCondition,
     conditions,
 )
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import Info, as_json, ts
 from strawberry.scalars import JSON
 
 if TYPE_CHECKING:

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from openrl_inspect.adapters.logs import LogEntry as LogEntryRecord
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.logs import reads as L
-from openrl_inspect.schema.common import as_json
+from openrl_inspect.schema.common import Info, as_json
 from openrl_inspect.schema.connection import PageInfo
 from strawberry.scalars import JSON
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.types import (
     DUTY_WINDOW_S,
     GpuChartMetric,

@@ -17,9 +17,8 @@ from typing import Annotated, Protocol, cast
 import strawberry
 from openrl_inspect.adapters import prometheus as gm
 from openrl_inspect.adapters.prometheus import RawAnswer, Sample
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.metrics import reads as M
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import Info, as_json, ts
 from strawberry.scalars import JSON
 
 DUTY_WINDOW_S = 600.0

@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.cluster.links import ModelClusterFields
-from openrl_inspect.schema.common import ModelState, StateTransition, as_json, ts
+from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.types import ModelMetricsFields

@@ -6,9 +6,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.state import reads as R
-from openrl_inspect.schema.common import OpHealth, as_json, span, ts
+from openrl_inspect.schema.common import Info, OpHealth, as_json, span, ts
 from openrl_inspect.state.records import OpRecord
 from strawberry.scalars import JSON
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.state import reads as R
-from openrl_inspect.schema.common import ModelState, SessionState
+from openrl_inspect.schema.common import Info, ModelState, SessionState
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.state.model import Model
 from openrl_inspect.schema.state.op import Op

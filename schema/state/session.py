@@ -6,9 +6,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.state import reads as R
-from openrl_inspect.schema.common import SessionState, as_json, ts
+from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.types import SessionMetricsFields

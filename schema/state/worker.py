@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.context import Info
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.cluster.links import WorkerClusterFields
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.metrics.types import WorkerMetricsFields
 from openrl_inspect.state.records import WorkerRecord
 from strawberry.scalars import JSON

@@ -6,11 +6,10 @@ from datetime import datetime
 
 import strawberry
 from openrl_inspect import domain
-from openrl_inspect.context import Info
 from openrl_inspect.errors import InvalidInput
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import model as R
-from openrl_inspect.schema.common import ts
+from openrl_inspect.schema.common import Info, ts
 
 Verdict = domain.Verdict
 strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
