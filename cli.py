@@ -12,15 +12,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import openrl_inspect.adapters.cloud_logging as cloud_logging
-import openrl_inspect.adapters.kubernetes as kubernetes
-import openrl_inspect.adapters.prometheus as prometheus
 from openrl_inspect import settings
-from openrl_inspect.adapters.prometheus import load_raw_settings
-from openrl_inspect.adapters.redis import RedisSettings
-from openrl_inspect.backends import BackendSettings, DemoSettings, demo_backends, real_backends
 from openrl_inspect.context import Limits
+
+if TYPE_CHECKING:
+    from openrl_inspect.backends import BackendSettings
 
 
 @dataclass(frozen=True)
@@ -92,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> BackendSettings:
     """Redis always; each other backend when its flag or environment names it."""
+    from openrl_inspect.adapters import cloud_logging, kubernetes, prometheus
+    from openrl_inspect.adapters.redis import RedisSettings
+    from openrl_inspect.backends import BackendSettings
+
     redis = settings.load(
         RedisSettings,
         "OPENRL_INSPECT_REDIS_",
@@ -116,7 +118,7 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
         else None,
         cloud_logging=logs if logs.project else None,
         pod_logs=pod_logs,
-        raw_query=load_raw_settings(env),
+        raw_query=prometheus.load_raw_settings(env),
     )
 
 
@@ -145,8 +147,11 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.command == "track-placements":
         return _track(args, env)
 
+    # Imported here so that ``--help`` and a settings error answer at once.
     import uvicorn
     from openrl_inspect.app import PREFIX, create_app
+    from openrl_inspect.backends import real_backends
+    from openrl_inspect.demo import DemoSettings, demo_backends
 
     server = settings.load(
         ServerSettings,
@@ -177,6 +182,8 @@ def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     import logging
 
     from openrl_inspect import tracker
+    from openrl_inspect.adapters import kubernetes
+    from openrl_inspect.adapters.redis import RedisSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     redis = settings.load(

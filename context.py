@@ -42,8 +42,9 @@ class Backends:
 
     state: StateStore
     kubernetes: KubernetesSource | None = None
-    metrics: GpuMetrics | None = None
-    # The raw PromQL source behind ``metrics``, for the guarded raw-query field.
+    # DCGM duty and vLLM stats, in batches: the layer the metrics loaders read.
+    gpu_metrics: GpuMetrics | None = None
+    # The raw PromQL source behind ``gpu_metrics``, for the guarded raw-query field.
     prometheus: MetricsSource | None = None
     # The guarded raw-query field's switch and caps (off by default).
     raw_query: RawQuerySettings = field(default_factory=RawQuerySettings)
@@ -55,7 +56,9 @@ class Backends:
 @dataclass
 class Context:
     backends: Backends
-    loaders: StateLoaders
+    # The loaders, one set per backend: OpenRL's state in Redis, GPU metrics, the
+    # cluster, logs.
+    state: StateLoaders
     limits: Limits
     metrics: MetricsLoaders
     kube: KubeLoaders
@@ -67,9 +70,11 @@ class Context:
     def build(cls, backends: Backends, limits: Limits) -> Context:
         return cls(
             backends=backends,
-            loaders=StateLoaders.build(backends.state),
+            state=StateLoaders.build(backends.state),
             limits=limits,
-            metrics=MetricsLoaders.build(backends.metrics, backends.prometheus, backends.raw_query),
+            metrics=MetricsLoaders.build(
+                backends.gpu_metrics, backends.prometheus, backends.raw_query
+            ),
             kube=KubeLoaders.build(backends.kubernetes),
             logs=LogLoaders.build(
                 RedisClientLogs.of(backends.state),

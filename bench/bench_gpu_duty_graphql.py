@@ -121,7 +121,7 @@ async def measure(url: str, store: RedisStateStore, uuids: list[str], runs: int)
 
         @asynccontextmanager
         async def backends() -> Any:
-            yield Backends(state=store, metrics=metrics, prometheus=source)
+            yield Backends(state=store, gpu_metrics=metrics, prometheus=source)
 
         app = create_app(backends)
         transport = httpx.ASGITransport(app=app)

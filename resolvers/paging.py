@@ -50,9 +50,9 @@ async def paged(
     position = decode_cursor(ref.kind, after) if after else None
     if size == 0:
         # Only totalCount was asked for: still one (batched) read.
-        page = await ctx.loaders.pages.load(PageRequest(ref, 0, position, newest_first))
+        page = await ctx.state.pages.load(PageRequest(ref, 0, position, newest_first))
         return Paged([], page.total, page.has_next, position is not None)
-    page = await ctx.loaders.pages.load(PageRequest(ref, size, position, newest_first))
+    page = await ctx.state.pages.load(PageRequest(ref, size, position, newest_first))
     records = await load(page.items)
     items = [
         (encode_cursor(ref.kind, pos), rec)

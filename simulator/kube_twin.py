@@ -1,8 +1,8 @@
 """The simulated cluster as Kubernetes sees it, kept in the in-memory Kubernetes twin.
 
-``mirror_kubernetes(sim, backends, now)`` creates a ``MemoryKubernetesSource`` on its
-first call (``backends.kubernetes``) and makes it hold exactly what the simulation
-implies, derived only from the simulation's state:
+``mirror_kubernetes(sim, twin)`` makes a ``MemoryKubernetesSource`` (built by the demo's
+wiring, ``openrl_inspect.demo``) hold exactly what the simulation implies, derived only
+from the simulation's state:
 
 - a Node per simulated node (8 ``nvidia.com/gpu``, Ready, the usual GPU taint) and the
   ResourceSlice NVIDIA's DRA driver would publish for it, with the simulated GPU UUIDs;
@@ -13,7 +13,7 @@ implies, derived only from the simulation's state:
   and per pod a ResourceClaim allocated to the worker's GPUs and reserved for the pod.
 
 Ended and failed models have neither Workload nor pods. The twin answers through the
-same queries as the real watch cache (``kubernetes_queries``).
+same queries as the real watch cache (``KubernetesSource``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from openrl_inspect.context import Backends
 from openrl_inspect.domain import HOLDING_STATES, ModelState
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation
@@ -293,14 +292,9 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
     )
 
 
-async def mirror_kubernetes(sim: Simulation, backends: Backends, now: float) -> None:
-    """Create the twin on the first call, then make it hold what the simulation holds."""
+def mirror_kubernetes(sim: Simulation, twin: MemoryKubernetesSource) -> None:
+    """Make ``twin`` hold what the simulation holds now."""
     records = cluster_records(sim)
-    twin = backends.kubernetes
-    if twin is None:
-        twin = backends.kubernetes = MemoryKubernetesSource()
-    elif not isinstance(twin, MemoryKubernetesSource):
-        return  # a real cluster is configured: leave it alone
     twin.view.nodes.replace(records.nodes)
     twin.view.slices.replace(records.slices)
     twin.view.workloads.replace(records.workloads)

@@ -1,8 +1,8 @@
 """The simulated workers' logs, kept in the in-memory twin of the Cloud Logging adapter.
 
-``mirror_logs(sim, backends, now)`` creates an ``InMemoryLogSource`` on its first call
-(``backends.logs``, unless one is set) and appends the lines the workers would have
-written, derived from what the simulation recorded (ops, their times, metrics and
+A ``LogMirror`` holds an ``InMemoryLogSource`` (``twin``; the demo's wiring,
+``openrl_inspect.demo``, puts it in the backends) and ``update`` appends the lines the
+workers would have written, derived from what the simulation recorded (ops, their times, metrics and
 errors, the model's transitions, the workers' heartbeats), so the logs line up with the
 state the API shows:
 
@@ -23,7 +23,6 @@ steps), and each line is written once. The twin keeps the newest ``CAPACITY`` li
 from __future__ import annotations
 
 import hashlib
-import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +30,6 @@ from typing import Any
 from openrl_inspect.adapters.logs import CloudLoggingSettings
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.context import Backends
 from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus
 from openrl_inspect.simulator.sim import SimModel, Simulation
 from openrl_inspect.state.paging import ListRef, PageRequest
@@ -50,18 +48,6 @@ MAX_STUCK_WARNINGS = 60
 LOSS_SPIKE = 1.9
 SETTINGS = CloudLoggingSettings(project=PROJECT)
 
-_mirrors: weakref.WeakKeyDictionary[Simulation, LogMirror] = weakref.WeakKeyDictionary()
-
-
-async def mirror_logs(sim: Simulation, backends: Backends, now: float) -> None:
-    mirror = _mirrors.get(sim)
-    if mirror is None:
-        mirror = LogMirror()
-        _mirrors[sim] = mirror
-        if backends.logs is None:
-            backends.logs = mirror.twin
-    mirror.twin.append(*await mirror.step(sim, backends.state, now))
-
 
 @dataclass
 class _Seen:
@@ -79,6 +65,10 @@ class LogMirror:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.twin = InMemoryLogSource(SETTINGS, project=PROJECT, capacity=capacity)
         self._seen: dict[str, _Seen] = {}
+
+    async def update(self, sim: Simulation, store: StateStore, now: float) -> None:
+        """Append the lines that appeared since the last call."""
+        self.twin.append(*await self.step(sim, store, now))
 
     async def step(self, sim: Simulation, store: StateStore, now: float) -> list[dict[str, Any]]:
         """The lines that appeared since the last call (all of them on the first)."""

@@ -1,9 +1,10 @@
 """The simulated cluster's GPU and vLLM metrics, kept in the in-memory metrics twins.
 
-``mirror_metrics(sim, backends, now)`` creates an ``InMemoryGpuMetrics`` (``backends.
-metrics``) and an ``InMemoryMetricsSource`` for the raw-query field (``backends.
-prometheus``, with the raw query enabled: it only reads the demo's own series) on its
-first call, and then appends, every scrape interval, what a DCGM exporter and vLLM
+``start(sim, store, now)`` builds the ``DemoMetrics``: an ``InMemoryGpuMetrics``
+(``twin``) and an ``InMemoryMetricsSource`` for the raw-query field (``source``; the
+demo enables the raw query, as it only reads the demo's own series), which the demo's
+wiring (``openrl_inspect.demo``) puts in the backends; ``tick(now)`` then appends,
+every scrape interval, what a DCGM exporter and vLLM
 would have reported for what the simulation did:
 
 - every simulated GPU exports ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, ``DCGM_FI_DEV_GPU_UTIL``,
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from openrl_inspect.adapters import prometheus as gm
 from openrl_inspect.adapters.prometheus import (
     QueryResult,
-    RawQuerySettings,
     Sample,
     Series,
     VllmStats,
@@ -48,7 +47,6 @@ from openrl_inspect.adapters.prometheus.memory import (
     QueryCall,
 )
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.context import Backends
 from openrl_inspect.simulator.cluster import Gpu
 from openrl_inspect.simulator.gpu_duty import (
     FB_MIB,
@@ -91,9 +89,9 @@ __all__ = [
     "gpu_labels",
     "history_buckets",
     "live_state",
-    "mirror_metrics",
     "noise",
     "read_history",
+    "start",
     "vllm_stats",
 ]
 
@@ -296,8 +294,6 @@ def match(labels: dict[str, str], name: str, op: str, value: str) -> bool:
 
 # ---------------------------------------------------------------- the mirror
 
-_MIRRORS: weakref.WeakKeyDictionary[Simulation, DemoMetrics] = weakref.WeakKeyDictionary()
-
 
 async def start(sim: Simulation, store: StateStore, now: float) -> DemoMetrics:
     placements, ops, workers = await read_history(store, sim)
@@ -325,17 +321,3 @@ async def start(sim: Simulation, store: StateStore, now: float) -> DemoMetrics:
         demo.bucket_end = lo + (last_k + 1) * SCRAPE_S
     demo.rebuild(now)
     return demo
-
-
-async def mirror_metrics(sim: Simulation, backends: Backends, now: float) -> None:
-    """Create the metrics twins on the first call, then keep them in step."""
-    demo = _MIRRORS.get(sim)
-    if demo is None:
-        if backends.metrics is not None and not isinstance(backends.metrics, InMemoryGpuMetrics):
-            return  # a real Prometheus is configured: leave it alone
-        demo = _MIRRORS[sim] = await start(sim, backends.state, now)
-        backends.prometheus = demo.source
-        backends.raw_query = RawQuerySettings(raw_query=True)
-    else:
-        demo.tick(now)
-    backends.metrics = demo.twin

@@ -15,7 +15,6 @@ import fakeredis
 import pytest
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends
 from openrl_inspect.errors import BackendUnavailable
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes
@@ -36,10 +35,9 @@ async def world() -> World:
     server = fakeredis.FakeServer()
     client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
     sim = await populate(client, SimConfig(seed=5), NOW)
-    backends = Backends(state=RedisStateStore.in_memory(server))
-    await mirror_kubernetes(sim, backends, NOW)
-    assert isinstance(backends.kubernetes, MemoryKubernetesSource)
-    return World(backends.state, sim, backends.kubernetes)  # type: ignore[arg-type]
+    twin = MemoryKubernetesSource()
+    mirror_kubernetes(sim, twin)
+    return World(RedisStateStore.in_memory(server), sim, twin)
 
 
 def running(sim: Simulation) -> list[Any]:
@@ -331,9 +329,7 @@ async def test_the_twin_follows_the_simulation(world: World) -> None:
     gpus = {g.uuid for g in sim.gpus_of(m)}
     sim.finish(m, "ended", NOW + 1)
     await sim.rec.flush()
-    backends = Backends(state=world.store, kubernetes=twin)
-    await mirror_kubernetes(sim, backends, NOW + 1)
-    assert backends.kubernetes is twin
+    mirror_kubernetes(sim, twin)
     query = """query($id: ID!) { model(id: $id) { state whyWaiting { kind }
         placements { nodes { pods releasedAt livePods { name } liveGpus { uuid held } liveWorkload { name } } }
         pods { totalCount } } capacity { held } }"""

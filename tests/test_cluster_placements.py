@@ -24,8 +24,8 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
 from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time, parse_workload
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.recorder.placements import PlacementTracker, derive_placement, placement_id
 from openrl_inspect.simulator import SimConfig
@@ -170,10 +170,8 @@ async def test_placements_from_the_twin_match_what_the_simulation_recorded() -> 
     sim = await populate(
         fakeredis.FakeAsyncRedis(server=sim_server, decode_responses=True), SimConfig(seed=9), now
     )
-    backends = Backends(state=RedisStateStore.in_memory(sim_server))
-    await mirror_kubernetes(sim, backends, now)
-    twin = backends.kubernetes
-    assert twin is not None
+    twin = MemoryKubernetesSource()
+    mirror_kubernetes(sim, twin)
     server = fakeredis.FakeServer()
     rec = AsyncRecorder(
         fakeredis.FakeAsyncRedis(server=server, decode_responses=True), batch_size=1 << 30

@@ -11,10 +11,9 @@ import pytest
 from openrl_inspect.adapters.logs import LogQuery, parse_timestamp
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.backends import MIRRORS, DemoSettings, demo_backends
-from openrl_inspect.context import Backends
+from openrl_inspect.demo import DemoSettings, demo_backends
 from openrl_inspect.simulator import SimConfig, Simulation
-from openrl_inspect.simulator.logs_twin import LogMirror, mirror_logs
+from openrl_inspect.simulator.logs_twin import LogMirror
 from support.harness import populate
 
 pytestmark = pytest.mark.anyio
@@ -101,14 +100,14 @@ async def test_each_call_adds_only_new_lines() -> None:
     assert not seen & {line["insertId"] for line in live}
 
 
-async def test_mirror_logs_installs_a_bounded_twin() -> None:
+async def test_the_log_mirror_fills_a_bounded_twin() -> None:
     sim, store = await world()
-    backends = Backends(state=store)
-    await mirror_logs(sim, backends, NOW)
-    twin = backends.logs
+    logs = LogMirror()
+    await logs.update(sim, store, NOW)
+    twin = logs.twin
     assert isinstance(twin, InMemoryLogSource) and 500 < len(twin) <= 20_000
-    await mirror_logs(sim, backends, NOW + 70)
-    assert backends.logs is twin
+    await logs.update(sim, store, NOW + 70)
+    assert logs.twin is twin
     mirror = LogMirror(capacity=100)
     mirror.twin.append(*await mirror.step(sim, store, NOW))
     assert len(mirror.twin) == 100
@@ -125,7 +124,6 @@ async def test_mirror_logs_installs_a_bounded_twin() -> None:
 
 
 async def test_the_demo_mirrors_logs() -> None:
-    assert mirror_logs in MIRRORS
     demo = DemoSettings(sessions=1, models_per_session=1, steps_per_model=2, tick_s=60)
     async with demo_backends(demo) as backends:
         assert isinstance(backends.logs, InMemoryLogSource) and len(backends.logs) > 0

@@ -200,7 +200,7 @@ async def test_model_gpu_activity_matches_the_known_values(
 ) -> None:
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         before = time.time()
         body = await gql(client, ACTIVITY, id="model-a", w=WINDOW)
@@ -247,7 +247,7 @@ async def test_duty_fields_on_workers_placements_and_the_root(
     uuids = [GA2[0], "GPU-unknown", GA0[0]]
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, query, w=WINDOW, uuids=uuids)
     assert "errors" not in body, body
@@ -302,7 +302,7 @@ async def test_gpu_series_for_charts(prometheus: PrometheusServer, world: World)
     }"""
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, query, start=iso(T0), end=iso(T0 + 1200))
     assert "errors" not in body, body
@@ -348,7 +348,7 @@ async def _many_models(
     w = await build_world(models)
     async with (
         counted(url) as c,
-        app_client(w.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(w.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, query, w=WINDOW)
     assert "errors" not in body, body
@@ -405,7 +405,7 @@ async def test_session_gpu_activity_spans_its_models(
         duty gpuCount gpus { uuid duty spans { modelId placementId } } } } }"""
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, query)
     assert "errors" not in body, body
@@ -454,7 +454,7 @@ def _assert_only_metrics_failed(body: dict[str, Any], code: str) -> None:
 async def test_prometheus_down_costs_only_the_metric_fields(world: World) -> None:
     async with (
         counted(f"http://127.0.0.1:{free_port()}") as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, PARTIAL)
     _assert_only_metrics_failed(body, "BACKEND_UNAVAILABLE")
@@ -466,7 +466,7 @@ async def test_slow_prometheus_costs_only_the_metric_fields(world: World) -> Non
     try:
         async with (
             counted(stub.url, query_timeout_s=0.2) as c,
-            app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+            app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
         ):
             body = await gql(client, PARTIAL)
     finally:
@@ -496,7 +496,7 @@ async def test_bad_arguments_fail_only_their_own_field(
     }"""
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, query)
     errors = errors_by_path(body)
@@ -522,7 +522,7 @@ RAW_RANGE = """query($q: String!, $s: DateTime, $e: DateTime, $step: Float) {
 async def test_raw_query_is_off_by_default(prometheus: PrometheusServer, world: World) -> None:
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source) as client,
+        app_client(world.store, gpu_metrics=c.metrics, prometheus=c.source) as client,
     ):
         body = await gql(client, RAW_INSTANT, q="up")
     assert body["data"]["prometheusQuery"] is None
@@ -542,7 +542,9 @@ async def test_raw_query_when_enabled_is_capped(prometheus: PrometheusServer, wo
     gr = gm.GR_ENGINE_ACTIVE
     async with (
         counted(prometheus.url) as c,
-        app_client(world.store, metrics=c.metrics, prometheus=c.source, raw_query=raw) as client,
+        app_client(
+            world.store, gpu_metrics=c.metrics, prometheus=c.source, raw_query=raw
+        ) as client,
     ):
         # One GPU, instant: the value known at that time.
         one = await gql(client, RAW_INSTANT, q=f'{gr}{{UUID="GPU-a0"}}', t=iso(T0 + 600))
@@ -618,7 +620,7 @@ async def test_model_sampling_and_worker_vllm(world: World) -> None:
       }
       b: model(id: "model-b") { sampling { pod } }
     }"""
-    async with app_client(world.store, metrics=twin) as client:
+    async with app_client(world.store, gpu_metrics=twin) as client:
         body = await gql(client, query)
     assert "errors" not in body, body
     m = body["data"]["model"]

@@ -10,10 +10,10 @@ from typing import Any
 import fakeredis
 import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
-from openrl_inspect.adapters.prometheus import PrometheusSettings, PromGpuMetrics
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics, InMemoryMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
+from openrl_inspect.demo import DemoTwins
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator import metrics_twin as mt
@@ -56,15 +56,18 @@ async def make_demo() -> Demo:
     await rec.flush()
     store = RedisStateStore.in_memory(server)
     backends = Backends(state=store)
-    await mt.mirror_metrics(sim, backends, start)
+    twins = await DemoTwins.build(sim, store, start)
+    twins.install(backends)
+    d = twins.metrics
     active = {mid for mid, m in sim.models.items() if m.state == "active"}
     t = start
     for _ in range(int(LIVE_S / TICK_S)):
         t += TICK_S
         sim.advance(t)
         await rec.flush()
-        await mt.mirror_metrics(sim, backends, t)
-    return Demo(sim, store, backends, mt._MIRRORS[sim], t, active, start)
+        d.tick(t)
+    backends.gpu_metrics = d.twin  # a tick past the kept history rebuilds the twin
+    return Demo(sim, store, backends, d, t, active, start)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +80,9 @@ def gr_samples(d: Demo, uuid: str) -> list[tuple[float, float]]:
     return list(d.demo.series[(gm.GR_ENGINE_ACTIVE, mt.gpu_labels(gpu))])
 
 
-async def test_the_mirror_installs_its_twins(demo: Demo) -> None:
+async def test_the_demo_installs_the_metrics_twins(demo: Demo) -> None:
     b = demo.backends
-    assert isinstance(b.metrics, InMemoryGpuMetrics) and b.metrics is demo.demo.twin
+    assert isinstance(b.gpu_metrics, InMemoryGpuMetrics) and b.gpu_metrics is demo.demo.twin
     assert isinstance(b.prometheus, InMemoryMetricsSource)
     assert b.raw_query.raw_query is True
     gpus = [g for n in demo.sim.cluster.nodes for g in n.gpus]
@@ -154,7 +157,7 @@ async def test_scenarios_show_in_the_duty(demo: Demo) -> None:
     ids = demo.sim.scenario_ids
     b = demo.backends
     async with app_client(
-        demo.store, metrics=b.metrics, prometheus=b.prometheus, raw_query=b.raw_query
+        demo.store, gpu_metrics=b.gpu_metrics, prometheus=b.prometheus, raw_query=b.raw_query
     ) as client:
         idle = await _activity(client, ids["idle_placement"], 1800)
         stuck = await _activity(client, ids["stuck"], 600)
@@ -195,7 +198,7 @@ async def test_sampler_pods_report_vllm(demo: Demo) -> None:
     assert active
     query = """query($id: ID!) { model(id: $id) { sampling(windowSeconds: 120) {
         pod stats { requestsRunning kvCacheUsage generationTokensPerSecond ttftP95Seconds } } } }"""
-    async with app_client(demo.store, metrics=b.metrics) as client:
+    async with app_client(demo.store, gpu_metrics=b.gpu_metrics) as client:
         found = [(await gql(client, query, id=m.id))["data"]["model"]["sampling"] for m in active]
         lost = await gql(client, query, id=sim.scenario_ids["lost"])
     for m, sampling in zip(active, found, strict=True):
@@ -216,31 +219,23 @@ async def test_live_ticks_append_once_per_scrape_and_history_stays_bounded() -> 
     for _ in range(int(mt.SCRAPE_S / TICK_S) * 2):
         t += TICK_S
         demo.sim.advance(t)
-        await mt.mirror_metrics(demo.sim, demo.backends, t)
+        d.tick(t)
     assert d.emitted - before in (2, 3)  # one per 15 s interval crossed
     assert d.twin is twin  # appended to, not rebuilt
     # Hours later: the buffers keep two hours, the twin is rebuilt from them.
     later = t + 3 * 3600
-    await mt.mirror_metrics(demo.sim, demo.backends, later)
-    assert d.twin is not twin and demo.backends.metrics is d.twin
+    d.tick(later)
+    assert d.twin is not twin
     assert all(len(buf) <= mt.KEPT for buf in d.series.values())
 
 
-async def test_a_real_prometheus_is_left_alone() -> None:
-    server = fakeredis.FakeServer()
-    real = PromGpuMetrics.from_settings(PrometheusSettings(url="http://127.0.0.1:1"))
-    backends = Backends(state=RedisStateStore.in_memory(server), metrics=real)
-    sim = Simulation(SimConfig(seed=1, scenarios=False), None)  # type: ignore[arg-type]
-    await mt.mirror_metrics(sim, backends, time.time())
-    assert backends.metrics is real and backends.prometheus is None
-    await real.aclose()
-
-
 async def test_kubernetes_gpus_and_nodes_carry_their_duty(demo: Demo) -> None:
+    from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
     from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 
     b = demo.backends
-    await mirror_kubernetes(demo.sim, b, demo.end)
+    b.kubernetes = MemoryKubernetesSource()
+    mirror_kubernetes(demo.sim, b.kubernetes)
     stuck = demo.sim.models[demo.sim.scenario_ids["stuck"]]
     pinned = stuck.workers[0][3][0]
     node = next(n for n in demo.sim.cluster.nodes if pinned in {g.uuid for g in n.gpus})
@@ -250,7 +245,7 @@ async def test_kubernetes_gpus_and_nodes_carry_their_duty(demo: Demo) -> None:
       node(name: $node) { duty(windowSeconds: 300) { node value gpus } }
       gpus(node: $node, first: 8) { nodes { uuid duty(windowSeconds: 300) { value } } }
     }"""
-    async with app_client(demo.store, kubernetes=b.kubernetes, metrics=b.metrics) as client:
+    async with app_client(demo.store, kubernetes=b.kubernetes, gpu_metrics=b.gpu_metrics) as client:
         body = await gql(client, query, uuid=pinned, node=node.name)
     assert "errors" not in body, body
     d = body["data"]

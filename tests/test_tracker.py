@@ -7,6 +7,7 @@ import time
 
 import fakeredis
 import pytest
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder
@@ -24,9 +25,9 @@ async def test_tracker_records_what_kueue_admitted() -> None:
     sim = await populate(
         fakeredis.FakeAsyncRedis(decode_responses=True), SimConfig(seed=21, scenarios=False), now
     )
-    cluster = Backends(state=RedisStateStore.in_memory())
-    await mirror_kubernetes(sim, cluster, now)
+    cluster = Backends(state=RedisStateStore.in_memory(), kubernetes=MemoryKubernetesSource())
     assert cluster.kubernetes is not None
+    mirror_kubernetes(sim, cluster.kubernetes)  # type: ignore[arg-type]
 
     server = fakeredis.FakeServer()  # a fresh Redis: only the tracker writes here
     recorder = AsyncRecorder(fakeredis.FakeAsyncRedis(server=server, decode_responses=True))

@@ -1,7 +1,7 @@
 """Resolvers for the cluster graph: pods, nodes, GPUs, Kueue Workloads, claims.
 
 Live state comes from Kubernetes (the watch cache, through ``ctx.kube`` loaders); the
-history of placements from Redis (``ctx.loaders``). Lists are ``LivePage``s: a page of
+history of placements from Redis (``ctx.state``). Lists are ``LivePage``s: a page of
 records with cursors, ``truncated`` when more exist, ``degraded`` when the watch cache
 was not in sync for the kinds it needed. The live fields of the Redis types are in
 ``cluster_model``, capacity in ``cluster_capacity``.
@@ -284,7 +284,7 @@ async def model_by_label(ctx: Context, model_id: str | None) -> ModelRecord | No
     """The Redis model a Kubernetes object's ``openrl.ai/model-id`` label names."""
     if not model_id or not valid_id(model_id):
         return None
-    return await ctx.loaders.models.load(model_id)
+    return await ctx.state.models.load(model_id)
 
 
 async def pod_claims(ctx: Context, rec: PodRecord) -> list[ClaimRecord]:

@@ -45,20 +45,20 @@ async def _by_id(kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R
 
 
 async def session(ctx: Context, sid: str) -> SessionRecord:
-    return await _by_id("session", sid, ctx.loaders.sessions)
+    return await _by_id("session", sid, ctx.state.sessions)
 
 
 async def model(ctx: Context, mid: str) -> ModelRecord:
-    return await _by_id("model", mid, ctx.loaders.models)
+    return await _by_id("model", mid, ctx.state.models)
 
 
 async def worker(ctx: Context, wid: str) -> WorkerRecord:
-    return await _by_id("worker", wid, ctx.loaders.workers)
+    return await _by_id("worker", wid, ctx.state.workers)
 
 
 async def op(ctx: Context, oid: str) -> OpRecord:
-    mid = await ctx.loaders.op_models.load(_check_id("op", oid))
-    rec = await ctx.loaders.ops.load((mid, oid)) if mid else None
+    mid = await ctx.state.op_models.load(_check_id("op", oid))
+    rec = await ctx.state.ops.load((mid, oid)) if mid else None
     if rec is None:
         raise NotFound("op", oid)
     return rec
@@ -71,7 +71,7 @@ async def sessions(
     ctx: Context, live: bool, first: int | None, after: str | None
 ) -> Paged[SessionRecord]:
     ref = ListRef("sessions", (SessionState.LIVE if live else SessionState.CLOSED,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.sessions.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.state.sessions.load_many(_ids(ps)))
 
 
 async def models_in_state(
@@ -80,18 +80,18 @@ async def models_in_state(
     if state not in MODEL_STATES:
         raise InvalidInput(f"unknown model state {state!r}")
     ref = ListRef("models_in_state", (state,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.models.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.state.models.load_many(_ids(ps)))
 
 
 async def session_models(
     ctx: Context, sid: str, first: int | None, after: str | None
 ) -> Paged[ModelRecord]:
     ref = ListRef("session_models", (sid,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.models.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.state.models.load_many(_ids(ps)))
 
 
 async def model_session(ctx: Context, rec: ModelRecord) -> SessionRecord | None:
-    return await ctx.loaders.sessions.load(rec.session_id) if rec.session_id else None
+    return await ctx.state.sessions.load(rec.session_id) if rec.session_id else None
 
 
 async def model_steps(
@@ -103,12 +103,12 @@ async def model_steps(
         ref,
         first,
         after,
-        lambda ps: ctx.loaders.steps.load_many([(mid, int(p.score)) for p in ps]),
+        lambda ps: ctx.state.steps.load_many([(mid, int(p.score)) for p in ps]),
     )
 
 
 async def model_step(ctx: Context, mid: str, n: int) -> StepRecord | None:
-    return await ctx.loaders.steps.load((mid, n))
+    return await ctx.state.steps.load((mid, n))
 
 
 async def step_ops(
@@ -120,7 +120,7 @@ async def step_ops(
         ref,
         first,
         after,
-        lambda ps: ctx.loaders.ops.load_many([(mid, p.member) for p in ps]),
+        lambda ps: ctx.state.ops.load_many([(mid, p.member) for p in ps]),
         newest_first=False,
     )
 
@@ -133,7 +133,7 @@ async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None)
         ref,
         first,
         after,
-        lambda ps: ctx.loaders.ops.load_many([(mid, p.member) for p in ps]),
+        lambda ps: ctx.state.ops.load_many([(mid, p.member) for p in ps]),
         newest_first=False,
     )
 
@@ -142,12 +142,12 @@ async def model_workers(
     ctx: Context, mid: str, first: int | None, after: str | None
 ) -> Paged[WorkerRecord]:
     ref = ListRef("model_workers", (mid,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.workers.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.state.workers.load_many(_ids(ps)))
 
 
 async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:
     ref = ListRef("workers")
-    return await paged(ctx, ref, first, after, lambda ps: ctx.loaders.workers.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: ctx.state.workers.load_many(_ids(ps)))
 
 
 async def placements(
@@ -159,16 +159,16 @@ async def placements(
         ref,
         first,
         after,
-        lambda ps: ctx.loaders.placements.load_many([(mid, p.member) for p in ps]),
+        lambda ps: ctx.state.placements.load_many([(mid, p.member) for p in ps]),
     )
 
 
 async def model_of(ctx: Context, mid: str | None) -> ModelRecord | None:
-    return await ctx.loaders.models.load(mid) if mid else None
+    return await ctx.state.models.load(mid) if mid else None
 
 
 async def worker_of(ctx: Context, wid: str | None) -> WorkerRecord | None:
-    return await ctx.loaders.workers.load(wid) if wid else None
+    return await ctx.state.workers.load(wid) if wid else None
 
 
 # -- derived health ---------------------------------------------------------------------
@@ -190,7 +190,7 @@ async def op_health(ctx: Context, rec: OpRecord) -> OpHealth:
         return OpHealth.DONE
     if rec.started_at is None or rec.worker_id is None:
         return OpHealth.PENDING
-    wrec = await ctx.loaders.workers.load(rec.worker_id)
+    wrec = await ctx.state.workers.load(rec.worker_id)
     if not worker_alive(ctx, wrec):
         return OpHealth.LOST
     if ctx.now - rec.started_at > ctx.limits.stuck_after_s:

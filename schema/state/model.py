@@ -74,7 +74,7 @@ class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLog
     async def session(self, info: Info) -> SessionT | None:
         from openrl_inspect.schema.state.session import Session
 
-        rec = await info.context.loaders.sessions.load(self.session_id)
+        rec = await info.context.state.sessions.load(self.session_id)
         return Session.from_record(rec) if rec else None
 
     @strawberry.field(description="Steps, newest first.")

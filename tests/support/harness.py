@@ -39,7 +39,7 @@ async def app_client(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client on the ASGI app, with the app's lifespan running.
 
-    ``others`` are the optional backends (``kubernetes=``, ``metrics=``, ``prometheus=``,
+    ``others`` are the optional backends (``kubernetes=``, ``gpu_metrics=``, ``prometheus=``,
     ``logs=``), as in ``context.Backends``.
     """
 
