@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openrl_inspect import settings
-from openrl_inspect.context import Limits
 
 if TYPE_CHECKING:
     from openrl_inspect.backends import BackendSettings
@@ -133,6 +132,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from openrl_inspect.context import Limits
+
     limits = settings.load(Limits, "OPENRL_INSPECT_LIMITS_", env)
     if args.command == "export-schema":
         from openrl_inspect.schema.root import build_schema

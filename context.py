@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
-from openrl_inspect.adapters.logs import LogSource
-from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
-from openrl_inspect.adapters.redis import RedisClientLogs, StateStore
-from openrl_inspect.loaders.kubernetes import KubeLoaders
-from openrl_inspect.loaders.logs import LogLoaders
-from openrl_inspect.loaders.metrics import MetricsLoaders
-from openrl_inspect.loaders.state import StateLoaders
+if TYPE_CHECKING:
+    from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
+    from openrl_inspect.adapters.logs import LogSource
+    from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
+    from openrl_inspect.adapters.redis import StateStore
+    from openrl_inspect.loaders.kubernetes import KubeLoaders
+    from openrl_inspect.loaders.logs import LogLoaders
+    from openrl_inspect.loaders.metrics import MetricsLoaders
+    from openrl_inspect.loaders.state import StateLoaders
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,16 @@ class Backends:
     # The raw PromQL source behind ``gpu_metrics``, for the guarded raw-query field.
     prometheus: MetricsSource | None = None
     # The guarded raw-query field's switch and caps (off by default).
-    raw_query: RawQuerySettings = field(default_factory=RawQuerySettings)
+    raw_query: RawQuerySettings = field(default_factory=lambda: _raw_query_off())
     logs: LogSource | None = None
     # Pod logs from the Kubernetes API: the worker logs when Cloud Logging is not there.
     pod_logs: PodLogReader | None = None
+
+
+def _raw_query_off() -> RawQuerySettings:
+    from openrl_inspect.adapters.prometheus import RawQuerySettings
+
+    return RawQuerySettings()
 
 
 @dataclass
@@ -68,6 +76,13 @@ class Context:
 
     @classmethod
     def build(cls, backends: Backends, limits: Limits) -> Context:
+        # Imported here: a resolver importing this module for the type needs none of them.
+        from openrl_inspect.adapters.redis import RedisClientLogs
+        from openrl_inspect.loaders.kubernetes import KubeLoaders
+        from openrl_inspect.loaders.logs import LogLoaders
+        from openrl_inspect.loaders.metrics import MetricsLoaders
+        from openrl_inspect.loaders.state import StateLoaders
+
         return cls(
             backends=backends,
             state=StateLoaders.build(backends.state),

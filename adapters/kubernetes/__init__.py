@@ -27,18 +27,13 @@ Private modules, one concept each::
     _pod_logs    pods' logs through the API (the Cloud Logging fallback)
     _settings    KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
 
-The SDK is imported when a source opens, not when this package is imported.
+The SDK is imported when a source opens, and the source's modules when first named.
 """
 
 from __future__ import annotations
 
-from openrl_inspect.adapters.kubernetes._pod_logs import (
-    LOG_READS,
-    PodLogReader,
-    PodLogSettings,
-    PodLogSource,
-    load_pod_log_settings,
-)
+from typing import TYPE_CHECKING, Any
+
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
 from openrl_inspect.adapters.kubernetes._records import (
     GPU_RESOURCE,
@@ -74,7 +69,16 @@ from openrl_inspect.adapters.kubernetes._resources import (
     WatchedResource,
 )
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings, load_settings
-from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
+
+if TYPE_CHECKING:
+    from openrl_inspect.adapters.kubernetes._pod_logs import (
+        LOG_READS,
+        PodLogReader,
+        PodLogSettings,
+        PodLogSource,
+        load_pod_log_settings,
+    )
+    from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
 __all__ = [
     "GPU_RESOURCE",
@@ -117,3 +121,24 @@ __all__ = [
     "load_settings",
     "open_kubernetes",
 ]
+
+# The real source and the pod-log reader bring asyncio, the client and the informer;
+# the records above are all most importers need, so these load on first use (PEP 562).
+_ON_FIRST_USE = {
+    "KubernetesCacheSource": "_source",
+    "open_kubernetes": "_source",
+    "LOG_READS": "_pod_logs",
+    "PodLogReader": "_pod_logs",
+    "PodLogSettings": "_pod_logs",
+    "PodLogSource": "_pod_logs",
+    "load_pod_log_settings": "_pod_logs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
