@@ -328,7 +328,7 @@ async def test_the_twin_follows_the_simulation(world: World) -> None:
     m = running(sim)[0]
     gpus = {g.uuid for g in sim.gpus_of(m)}
     sim.finish(m, "ended", NOW + 1)
-    await sim.rec.flush()
+    await sim.rec.flush()  # type: ignore[attr-defined]  # the fixture's AsyncRecorder
     mirror_kubernetes(sim, twin)
     query = """query($id: ID!) { model(id: $id) { state whyWaiting { kind }
         placements { nodes { pods releasedAt livePods { name } liveGpus { uuid held } liveWorkload { name } } }

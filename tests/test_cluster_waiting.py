@@ -236,7 +236,11 @@ def test_admitted_with_no_pods_and_crashing_containers() -> None:
 
 
 def test_running_models_have_nothing_to_explain() -> None:
-    args = ([workload(ko.pending_workload())], [pod(ko.unschedulable_pod())], [])
+    args: tuple[list[Any], list[Any], list[Any]] = (
+        [workload(ko.pending_workload())],
+        [pod(ko.unschedulable_pod())],
+        [],
+    )
     assert why_waiting(model(state="active"), *args, NOW) == []
     assert why_waiting(model(state="ended"), *args, NOW) == []
     running = why_waiting(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml  # type: ignore[import-untyped]
+import yaml
 from openrl_inspect.adapters.kubernetes import ObjectKey, PodLogSettings, PodLogSource
 from openrl_inspect.adapters.kubernetes import load_pod_log_settings as load_settings
 from openrl_inspect.adapters.kubernetes._api import create_api_client
@@ -174,7 +174,8 @@ async def test_hostile_values_select_nothing_more(
     fake_kube: FakeKube, api_client: Any, field: str
 ) -> None:
     hostile = f'{S.MODEL}" OR severity>=DEFAULT OR labels.x:"'
-    page = await source(api_client, fake_kube).entries(replace(WINDOW, **{field: hostile}))
+    query = replace(WINDOW, **{field: hostile})  # type: ignore[arg-type]  # a str field
+    page = await source(api_client, fake_kube).entries(query)
     assert page.entries == ()
     strings = [t.value for t in tokenize(page.filter) if t.kind == "STRING"]
     assert hostile in strings  # one literal, structure unchanged

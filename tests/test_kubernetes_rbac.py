@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the venv
+import yaml
 from openrl_inspect.adapters.kubernetes import READ_VERBS, WATCHED_RESOURCES
 from support import kube_objects as ko
 from support.fake_kube import FakeKube, fake_kube

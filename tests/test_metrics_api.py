@@ -661,7 +661,7 @@ def test_raw_settings_come_from_the_prometheus_prefix() -> None:
     }
     s = load_raw_settings(env)
     assert (s.raw_query, s.raw_max_series) == (True, 7)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="raw_min_step_s must be a positive number"):
         RawQuerySettings(raw_min_step_s=0)
 
 

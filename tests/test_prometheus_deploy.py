@@ -8,7 +8,7 @@ from typing import Any
 
 import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
-import yaml  # type: ignore[import-untyped]
+import yaml
 from support.prometheus_server import PROMTOOL, require_prometheus
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"

@@ -80,7 +80,7 @@ def test_settings_load_from_environment() -> None:
     ],
 )
 def test_settings_refuse_nonsense(kw: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=next(iter(kw))):
         PrometheusSettings(**kw)
 
 

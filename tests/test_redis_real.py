@@ -152,7 +152,7 @@ async def test_the_api_reads_as_a_read_only_acl_user(redis_server: RedisServer) 
     await admin.flushdb()
     await populate(admin, SimConfig(seed=9, sessions=2, models_per_session=2))
     # No write command is allowed: if the API ever wrote, these queries would fail.
-    await admin.execute_command(
+    await admin.execute_command(  # type: ignore[no-untyped-call]
         "ACL", "SETUSER", "inspector", "on", ">readonly-pw", "~*", "+@read", "-@write", "+ping"
     )
     await admin.aclose()

@@ -429,7 +429,7 @@ class FakeKube:
     ) -> None:
         with self._cond:
             self.counts["get", "pods/log"] += 1
-            self.requests.append(("get", path, query))
+            self.requests.append(("get", path, dict(query)))
             pod = self._objects[_BY_PLURAL["", "pods"]].get((namespace, name))
         if self.delay_s:
             self._wait(self.delay_s)

@@ -20,7 +20,8 @@ class ParseError(ValueError):
     pass
 
 
-def read_string(text: str, pos: int) -> tuple[str, int]:
+# A lexer is one loop over cases, as in Prometheus's own; splitting it hides the grammar.
+def read_string(text: str, pos: int) -> tuple[str, int]:  # noqa: C901
     """Read the double-quoted literal starting at ``text[pos]``; return (value, end)."""
     if text[pos] != '"':
         raise ParseError(f"expected a string at {pos}")
