@@ -14,31 +14,32 @@ answered while its kind was not synced is visible only through ``status()``.
 
 Private modules, one concept each::
 
-    _records     records, keys, Listing, status types
-    _resources   the watched resources and the verbs used (RBAC)
-    _parse       JSON -> pod, node, Kueue workload records
-    _dra         JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
-    _store       keyed stores with indexes; newest-generation GPU index
-    _view        the queries over stores
-    _queries     KubernetesSource: the reads shared by the real source and the twin
-    _api         the official client: paged LIST, WATCH, errors, request counts
-    _informer    list, watch, 410 relist, resync, backoff
-    _source      the real source: cache reads, degraded direct reads
-    _pod_logs    pods' logs through the API (the Cloud Logging fallback)
-    _settings    KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
+    _records           records, keys, Listing, status types
+    _resources         the watched resources and the verbs used (RBAC)
+    _parse             JSON -> pod, node, Kueue workload records
+    _dra               JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
+    _store             keyed stores with indexes; newest-generation GPU index
+    _view              the queries over stores
+    _queries           KubernetesSource: the reads shared by the real source and the twin
+    _api               the official client: paged LIST, WATCH, errors, request counts
+    _informer          list, watch, 410 relist, resync, backoff
+    _source            the real source: cache reads, degraded direct reads
+    _pod_logs          pods' logs through the API (the Cloud Logging fallback)
+    _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
+    _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
+    _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
 
 The SDK is imported when a source opens, not when this package is imported.
 """
 
 from __future__ import annotations
 
-from openrl_inspect.adapters.kubernetes._pod_logs import (
-    LOG_READS,
+from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
-    PodLogSource,
     load_pod_log_settings,
 )
+from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS, PodLogSource
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
 from openrl_inspect.adapters.kubernetes._records import (
     GPU_RESOURCE,
