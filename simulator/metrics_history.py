@@ -90,6 +90,10 @@ def _busy(state: State) -> Callable[[Bucket, float], None]:
     return charge
 
 
+# A worker's role, sampler pod, GPUs and model, by worker id.
+Roster = dict[str, tuple[str, str, list[str], str]]
+
+
 def history_buckets(
     sim: Simulation,
     placements: Iterable[PlacementRecord],
@@ -115,11 +119,24 @@ def history_buckets(
     for node in sim.cluster.nodes:
         for gpu in node.gpus:
             _spread(buckets, "gpu:" + gpu.uuid, lo, lo, now, _observe)
-    # Who held which GPU (role, pod), from the placements, until its worker died.
-    by_worker: dict[str, tuple[str, str, list[str], str]] = {}
+    by_worker: Roster = {}
     for model in sim.models.values():
         for wid, role, pod, gpu_ids in model.workers:
             by_worker[wid] = (role, pod, gpu_ids, model.id)
+    _charge_held(buckets, lo, now, placements, by_worker, died)
+    _charge_ops(buckets, lo, now, ops, by_worker, died)
+    return lo, buckets
+
+
+def _charge_held(
+    buckets: Buckets,
+    lo: float,
+    now: float,
+    placements: Iterable[PlacementRecord],
+    by_worker: Roster,
+    died: Callable[[str], float],
+) -> None:
+    """Who held which GPU (role, pod), from the placements, until its worker died."""
     for p in placements:
         if p.admitted_at is None:
             continue
@@ -134,8 +151,18 @@ def history_buckets(
                     _spread(buckets, "gpu:" + uuid, lo, p.admitted_at, until, _alive(fb, False))
             if role == "sampler" and pod:
                 _spread(buckets, "pod:" + pod, lo, p.admitted_at, until, _alive(fb, True))
-    # Ops: busy on their worker's GPUs while they ran; an op that never finished on a
-    # live worker is hung (pinned); on a dead one it ran until the worker died.
+
+
+def _charge_ops(
+    buckets: Buckets,
+    lo: float,
+    now: float,
+    ops: Iterable[OpRecord],
+    by_worker: Roster,
+    died: Callable[[str], float],
+) -> None:
+    """Ops: busy on their worker's GPUs while they ran; an op that never finished on a
+    live worker is hung (pinned); on a dead one it ran until the worker died."""
     for op in ops:
         if op.started_at is None or op.worker_id not in by_worker or op.worker_id is None:
             continue
@@ -153,4 +180,3 @@ def history_buckets(
             keys.append("pod:" + pod)
         for key in keys:
             _spread(buckets, key, lo, op.started_at, end, _busy(state))
-    return lo, buckets

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 import openrl_inspect.adapters.prometheus._gpu as gm
+import openrl_inspect.adapters.prometheus._gpu_joins as gj
 import pytest
 from openrl_inspect.adapters.prometheus import (
     GpuKey,
@@ -493,10 +494,10 @@ def test_weigh_points_by_overlap() -> None:
     points = [Sample(30, 1.0), Sample(60, 0.0), Sample(90, math.nan), Sample(120, 0.5)]
     # Held [45, 120]: the span (0, 30] is outside, 15 s of (30, 60] at 0.0, the NaN
     # span is skipped, all 30 s of (90, 120] at 0.5.
-    total, covered = gm.weigh_points(points, 30, 45, 120)
+    total, covered = gj.weigh_points(points, 30, 45, 120)
     assert (total, covered) == (0.0 * 15 + 0.5 * 30, 45.0)
-    assert gm.weigh_points(points, 30, 500, 600) == (0.0, 0.0)
-    assert gm.overlap(0, 10, 5, 20) == 5 and gm.overlap(0, 10, 10, 20) == 0
+    assert gj.weigh_points(points, 30, 500, 600) == (0.0, 0.0)
+    assert gj.overlap(0, 10, 5, 20) == 5 and gj.overlap(0, 10, 10, 20) == 0
 
 
 def test_time_weighted_activity_pure() -> None:
@@ -506,11 +507,11 @@ def test_time_weighted_activity_pure() -> None:
         b: (gm.GPU_UTIL, [Sample(t, 0.25) for t in range(10, 101, 10)]),
     }
     held = [HeldInterval(a, 0, 100), HeldInterval(b, 0, 50), HeldInterval(GpuKey("c"), 0, 40)]
-    act = gm.time_weighted_activity(held, points, 10)
+    act = gj.time_weighted_activity(held, points, 10)
     assert act.duty == approx((1.0 * 100 + 0.25 * 50) / 150)
     assert (act.held_gpu_seconds, act.covered_gpu_seconds, act.gpus) == (190.0, 150.0, 3)
     assert act.metrics == (gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL)
-    empty = gm.time_weighted_activity([HeldInterval(a, 5, 5)], points, 10)
+    empty = gj.time_weighted_activity([HeldInterval(a, 5, 5)], points, 10)
     assert (empty.duty, empty.held_gpu_seconds) == (None, 0.0)
 
 
@@ -530,9 +531,9 @@ def test_join_prefers_uuid_then_host() -> None:
         ({"UUID": "", "Hostname": "n", "gpu": "0"}, 3.0),
         ({"Hostname": "n"}, 4.0),  # no gpu label: joins nothing
     ]
-    by_uuid, by_host = gm.index_by_gpu(rows)
+    by_uuid, by_host = gj.index_by_gpu(rows)
     keys = [GpuKey("u1", "n", 0), GpuKey("u2", "n", 1), GpuKey("u3"), GpuKey("", "n", 0)]
-    assert gm.join_rows(keys, by_uuid, by_host) == [
+    assert gj.join_rows(keys, by_uuid, by_host) == [
         (1.0, "uuid"),
         (2.0, "hostname_gpu"),
         None,

@@ -6,7 +6,7 @@ import pytest
 from graphql import GraphQLEnumType
 from openrl_inspect import domain
 from openrl_inspect.context import Limits
-from openrl_inspect.resolvers.cluster.waiting import KINDS
+from openrl_inspect.resolvers.cluster.wait_reasons import KINDS
 from openrl_inspect.schema.root import build_schema
 
 PAIRS = {

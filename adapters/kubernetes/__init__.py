@@ -14,18 +14,20 @@ answered while its kind was not synced is visible only through ``status()``.
 
 Private modules, one concept each::
 
-    _records     records, keys, Listing, status types
-    _resources   the watched resources and the verbs used (RBAC)
-    _parse       JSON -> pod, node, Kueue workload records
-    _dra         JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
-    _store       keyed stores with indexes; newest-generation GPU index
-    _view        the queries over stores
-    _queries     KubernetesSource: the reads shared by the real source and the twin
-    _api         the official client: paged LIST, WATCH, errors, request counts
-    _informer    list, watch, 410 relist, resync, backoff
-    _source      the real source: cache reads, degraded direct reads
-    _pod_logs    pods' logs through the API (the Cloud Logging fallback)
-    _settings    KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
+    _records           records, keys, Listing, status types
+    _resources         the watched resources and the verbs used (RBAC)
+    _parse             JSON -> pod, node, Kueue workload records
+    _dra               JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
+    _store             keyed stores with indexes; newest-generation GPU index
+    _view              the queries over stores
+    _queries           KubernetesSource: the reads shared by the real source and the twin
+    _api               the official client: paged LIST, WATCH, errors, request counts
+    _informer          list, watch, 410 relist, resync, backoff
+    _source            the real source: cache reads, degraded direct reads
+    _pod_logs          pods' logs through the API (the Cloud Logging fallback)
+    _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
+    _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
+    _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
 
 The SDK is imported when a source opens, and the source's modules when first named.
 """
@@ -34,6 +36,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from openrl_inspect.adapters.kubernetes._pod_log_settings import (
+    PodLogReader,
+    PodLogSettings,
+    load_pod_log_settings,
+)
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
 from openrl_inspect.adapters.kubernetes._records import (
     GPU_RESOURCE,
@@ -71,13 +78,7 @@ from openrl_inspect.adapters.kubernetes._resources import (
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings, load_settings
 
 if TYPE_CHECKING:
-    from openrl_inspect.adapters.kubernetes._pod_logs import (
-        LOG_READS,
-        PodLogReader,
-        PodLogSettings,
-        PodLogSource,
-        load_pod_log_settings,
-    )
+    from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS, PodLogSource
     from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
 __all__ = [
@@ -128,10 +129,7 @@ _ON_FIRST_USE = {
     "KubernetesCacheSource": "_source",
     "open_kubernetes": "_source",
     "LOG_READS": "_pod_logs",
-    "PodLogReader": "_pod_logs",
-    "PodLogSettings": "_pod_logs",
     "PodLogSource": "_pod_logs",
-    "load_pod_log_settings": "_pod_logs",
 }
 
 

@@ -18,28 +18,36 @@ a tail or byte cap cut lines inside the window the answer says so
 Which pods: the model's (``KubernetesSource.pods_by_model``), narrowed by the query's
 pod and role, or the pods given. Which containers: every app container of each pod
 (or the configured ones), plus the previous instance of a container that restarted.
+
+How a line's severity and message are read is ``_log_lines``; the reader's settings and
+the ``PodLogReader`` protocol are ``_pod_log_settings``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from openrl_inspect.adapters.kubernetes._api import (
     check_status,
     kclient,
     translate,
 )
+from openrl_inspect.adapters.kubernetes._log_lines import parse_line
+from openrl_inspect.adapters.kubernetes._pod_log_settings import PodLogReader, PodLogSettings
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
-from openrl_inspect.adapters.kubernetes._records import ObjectKey, PodRecord
+from openrl_inspect.adapters.kubernetes._records import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    ObjectKey,
+    PodRecord,
+)
 from openrl_inspect.adapters.kubernetes._resources import BACKEND
 from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource
 from openrl_inspect.adapters.logs import (
@@ -58,19 +66,8 @@ from openrl_inspect.errors import (
     InvalidInput,
     NotFound,
 )
-from openrl_inspect.settings import SettingsError, load
 
-__all__ = [
-    "ENV_PREFIX",
-    "LOG_READS",
-    "PodLogReader",
-    "PodLogSettings",
-    "PodLogSource",
-    "load_pod_log_settings",
-    "parse_line",
-]
-
-ENV_PREFIX = "OPENRL_INSPECT_POD_LOGS_"
+__all__ = ["LOG_READS", "PodLogSource"]
 
 #: What this reader asks of the API server beyond the watch cache:
 #: (API group, resource, verbs). ``deploy/rbac.yaml`` must grant it.
@@ -78,74 +75,7 @@ LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("ge
 
 # The API server "may return slightly more" than limitBytes: read at most this past it.
 _READ_SLACK_BYTES = 64 * 1024
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _PROJECT = "openrl-local"  # names no console: pod-log answers carry no explorer link
-
-
-@dataclass(frozen=True, slots=True)
-class PodLogSettings:
-    """The pod-log reader (environment prefix ``OPENRL_INSPECT_POD_LOGS_``).
-
-    Entry, byte and message bounds are the Cloud Logging adapter's (``bounds`` given to
-    :class:`PodLogSource`); these settings bound what is read from the API server.
-    ``namespace`` resolves a bare pod name in a query; ``containers`` (empty: all app
-    containers) selects which containers' logs are read.
-    """
-
-    # Each read of one container's log; the whole answer gets ``timeout_s``.
-    request_timeout_s: float = 10.0
-    timeout_s: float = 20.0
-    # Per container read: the last lines since the window's start, and at most this many
-    # bytes of them.
-    tail_lines: int = 2000
-    limit_bytes: int = 524_288
-    # Per answer: pods, container logs read, and reads at once.
-    max_pods: int = 16
-    max_streams: int = 16
-    concurrency: int = 4
-    containers: tuple[str, ...] = ()
-    # Also read the previous instance of a container that restarted (its crash).
-    previous: bool = True
-    namespace: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in (
-            "request_timeout_s",
-            "timeout_s",
-            "tail_lines",
-            "limit_bytes",
-            "max_pods",
-            "max_streams",
-            "concurrency",
-        ):
-            if not getattr(self, name) > 0:
-                raise SettingsError(f"{ENV_PREFIX}{name.upper()}: must be positive")
-        if self.namespace is not None and not _DNS_LABEL.fullmatch(self.namespace):
-            raise SettingsError(f"{ENV_PREFIX}NAMESPACE: not a namespace name")
-        for container in self.containers:
-            if not _DNS_LABEL.fullmatch(container):
-                raise SettingsError(f"{ENV_PREFIX}CONTAINERS: {container[:64]!r} is not a name")
-
-
-def load_pod_log_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
-) -> PodLogSettings:
-    return load(PodLogSettings, ENV_PREFIX, environ, overrides)
-
-
-class PodLogReader(Protocol):
-    """A :class:`LogSource` that can also read given pods instead of a model's."""
-
-    async def entries(
-        self,
-        query: LogQuery,
-        cursor: str | None = None,
-        *,
-        pods: Sequence[ObjectKey] | None = None,
-    ) -> LogPage: ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +215,7 @@ class PodLogSource:
             for container in pod.containers:
                 if container.init or (wanted and container.name not in wanted):
                     continue
-                if not _DNS_LABEL.fullmatch(container.name):
+                if not DNS_LABEL.fullmatch(container.name):
                     continue
                 streams.append(_Stream(pod, container.name, previous=False))
                 if self.settings.previous and container.restart_count > 0:
@@ -396,9 +326,9 @@ async def _read_capped(response: Any, cap: int) -> tuple[bytes, bool]:
 
 def _check_key(key: ObjectKey) -> ObjectKey:
     namespace, name = key
-    if not (isinstance(namespace, str) and _DNS_LABEL.fullmatch(namespace)):
+    if not (isinstance(namespace, str) and DNS_LABEL.fullmatch(namespace)):
         raise InvalidInput("not a valid namespace name")
-    if not (isinstance(name, str) and len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name)):
+    if not (isinstance(name, str) and len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name)):
         raise InvalidInput("not a valid pod name")
     return ObjectKey(namespace, name)
 
@@ -411,73 +341,6 @@ def _line_id(stream: _Stream, stamp: str, text: str, occurrence: int) -> str:
     )
     digest = hashlib.sha256(key.encode() + b"\n" + text.encode("utf-8", "replace"))
     return f"pod-{digest.hexdigest()[:24]}"
-
-
-# --------------------------------------------------------------------- line parsing
-
-_LEVEL_NAMES = {
-    "TRACE": "DEBUG",
-    "DEBUG": "DEBUG",
-    "INFO": "INFO",
-    "NOTICE": "NOTICE",
-    "WARN": "WARNING",
-    "WARNING": "WARNING",
-    "ERR": "ERROR",
-    "ERROR": "ERROR",
-    "CRIT": "CRITICAL",
-    "CRITICAL": "CRITICAL",
-    "FATAL": "CRITICAL",
-    "ALERT": "ALERT",
-    "EMERG": "EMERGENCY",
-    "EMERGENCY": "EMERGENCY",
-    "PANIC": "EMERGENCY",
-}
-_PY_LEVELS = ((50, "CRITICAL"), (40, "ERROR"), (30, "WARNING"), (20, "INFO"), (10, "DEBUG"))
-# A level word among the first few words: "ERROR ...", "[WARN] ...", "12:00:01 INFO x: ...".
-_TEXT_LEVEL = re.compile(
-    r"^(?:\S+\s+){0,3}?[\[(<]?(" + "|".join(_LEVEL_NAMES) + r")(?:[\])>:]|\s|$)"
-)
-_KLOG = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}")
-_KLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
-_SEVERITY_KEYS = ("severity", "level", "levelname", "lvl")
-_MESSAGE_KEYS = ("message", "msg")
-
-
-def _level(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return next((name for floor, name in _PY_LEVELS if value >= floor), "DEFAULT")
-    if isinstance(value, str):
-        return _LEVEL_NAMES.get(value.strip().upper(), "DEFAULT")
-    return "DEFAULT"
-
-
-def parse_line(text: str) -> tuple[str, str | None, dict[str, Any] | None]:
-    """(severity, message, structured payload) of one log line, as Cloud Logging's
-    agents read them: a JSON object's ``severity``/``level`` and ``message``/``msg``,
-    else a level word near the start of the text (or a klog ``E0301`` prefix)."""
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            body = json.loads(stripped)
-        except ValueError:
-            body = None
-        if isinstance(body, dict):
-            severity = "DEFAULT"
-            for key in _SEVERITY_KEYS:
-                if key in body:
-                    severity = _level(body.pop(key))
-                    break
-            message = None
-            for key in _MESSAGE_KEYS:
-                if isinstance(body.get(key), str):
-                    message = body.pop(key)
-                    break
-            return severity, message, body
-    if match := _KLOG.match(text):
-        return _KLOG_LEVELS[match.group(1)], text, None
-    if match := _TEXT_LEVEL.match(text):
-        return _LEVEL_NAMES[match.group(1)], text, None
-    return "DEFAULT", text, None
 
 
 if TYPE_CHECKING:  # the reader stays a LogSource and a PodLogReader

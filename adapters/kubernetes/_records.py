@@ -6,6 +6,7 @@ Times are POSIX seconds (``float``); quantities the inspector counts (GPUs, byte
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
@@ -14,6 +15,11 @@ MODEL_ID_LABEL = "openrl.ai/model-id"
 ROLE_LABEL = "openrl.ai/role"
 GPU_RESOURCE = "nvidia.com/gpu"
 NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
+
+# The API server's name grammars (RFC 1123): namespace and container names are labels,
+# pod names subdomains (their 253-character limit is checked separately).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 T = TypeVar("T")
 

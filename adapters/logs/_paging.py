@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -222,6 +222,35 @@ def entry_size(entry: LogEntry) -> int:
 # ---------------------------------------------------------------------------- collect
 
 
+@dataclass(slots=True)
+class _Answer:
+    """The entries taken so far, against the answer's entry and byte bounds."""
+
+    want: int
+    max_bytes: int
+    full: TruncationReason
+    entries: list[LogEntry] = field(default_factory=list)
+    used: int = 0
+
+    def take(
+        self, items: Sequence[Any], at: Position, size: int, convert: Callable[[Any], LogEntry]
+    ) -> tuple[Position, TruncationReason] | None:
+        """Take a page's entries from ``at.skip`` on; where to resume and why when a
+        bound stops it inside the page, None when the whole page was taken."""
+        index = at.skip
+        for item in items[at.skip :]:
+            if len(self.entries) >= self.want:
+                return Position(at.token, index, size), self.full
+            entry = convert(item)
+            cost = entry_size(entry)
+            if self.entries and self.used + cost > self.max_bytes:
+                return Position(at.token, index, size), TruncationReason.MAX_BYTES
+            self.entries.append(entry)
+            self.used += cost
+            index += 1
+        return None
+
+
 def collect(
     fetch: Fetch,
     convert: Callable[[Any], LogEntry],
@@ -247,8 +276,7 @@ def collect(
         else TruncationReason.MAX_ENTRIES
     )
     position = decode_cursor(cursor, print_) if cursor is not None else Position(None)
-    entries: list[LogEntry] = []
-    used = 0
+    answer = _Answer(want, settings.max_bytes, full)
     pages = 0
     stop: tuple[Position, TruncationReason] | None = None
     while stop is None:
@@ -259,35 +287,23 @@ def collect(
         if pages > 0 and left <= 0:
             stop = (position, TruncationReason.TIME_BUDGET)
             break
-        size = position.page_size or min(settings.page_size, max(1, want - len(entries)))
+        size = position.page_size or min(settings.page_size, max(1, want - len(answer.entries)))
         items, next_token = fetch(position.token, size, left)
         pages += 1
-        index = position.skip
-        for item in items[position.skip :]:
-            if len(entries) >= want:
-                stop = (Position(position.token, index, size), full)
-                break
-            entry = convert(item)
-            cost = entry_size(entry)
-            if entries and used + cost > settings.max_bytes:
-                stop = (Position(position.token, index, size), TruncationReason.MAX_BYTES)
-                break
-            entries.append(entry)
-            used += cost
-            index += 1
-        else:
+        stop = answer.take(items, position, size, convert)
+        if stop is None:
             if next_token is None:
                 break
             position = Position(next_token)
-            if len(entries) >= want:
+            if len(answer.entries) >= want:
                 stop = (position, full)
     next_cursor = None if stop is None else encode_cursor(print_, stop[0])
     return LogPage(
-        entries=tuple(entries),
+        entries=tuple(answer.entries),
         next_cursor=next_cursor,
         truncated=stop is not None,
         truncated_reason=None if stop is None else stop[1],
-        bytes_used=used,
+        bytes_used=answer.used,
         filter=filter_,
         explorer_url=None
         if project is None

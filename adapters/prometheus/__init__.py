@@ -11,7 +11,9 @@ Private modules::
     _source       settings, result records, the MetricsSource protocol, the factory
     _http         HttpMetricsSource: the Prometheus HTTP API (or Managed Prometheus)
     _promql       quoting and selectors: every value that reaches a query
-    _gpu          the GPU layer's records, protocol and pure joins and weighting
+    _batch        batched PromQL: set matchers chunked under the caps, run concurrently
+    _gpu          the GPU layer's metric names, records, protocol, bounds and factory
+    _gpu_joins    the pure joins of answers to GPUs and time weighting both layers share
     _gpu_queries  the PromQL the GPU layer issues
     _gpu_prom     PromGpuMetrics: the GPU layer over a MetricsSource
     _raw          RawQuery: guarded raw PromQL with range, step and sample caps
@@ -19,6 +21,7 @@ Private modules::
 
 from __future__ import annotations
 
+from openrl_inspect.adapters.prometheus._batch import gather
 from openrl_inspect.adapters.prometheus._gpu import (
     CHART_METRICS,
     DRAM_ACTIVE,
@@ -45,7 +48,7 @@ from openrl_inspect.adapters.prometheus._gpu import (
     check_metric,
     check_window,
 )
-from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics, gather
+from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus._raw import (
     RawAnswer,

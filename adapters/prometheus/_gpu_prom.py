@@ -3,18 +3,17 @@
 One query per metric per call, whatever the number of keys: the keys become one
 ``UUID=~"..."`` set matcher (plus one ``Hostname=~"...",UUID=""`` matcher for the
 fallback join), split into several queries only past ``chunk_bytes``. The queries of
-one call run concurrently. The query shapes are in ``gpu_promql``.
+one call run concurrently (``_batch``). The query shapes are in ``_gpu_queries``.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
-import anyio
 import openrl_inspect.adapters.prometheus._promql as promql
+from openrl_inspect.adapters.prometheus._batch import QueryBatch, gather
 from openrl_inspect.adapters.prometheus._gpu import (
     CHART_METRICS,
     DUTY,
@@ -31,11 +30,13 @@ from openrl_inspect.adapters.prometheus._gpu import (
     NodeDuty,
     VllmStats,
     XidErrors,
-    activity_window,
     as_duty_metric,
     check_metric,
     check_window,
     choose_step,
+)
+from openrl_inspect.adapters.prometheus._gpu_joins import (
+    activity_window,
     index_by_gpu,
     join_rows,
     key_sets,
@@ -55,49 +56,10 @@ from openrl_inspect.adapters.prometheus._promql import Matcher, eq, in_set, sele
 from openrl_inspect.adapters.prometheus._source import (
     MetricsSource,
     PrometheusSettings,
-    QueryResult,
     Sample,
     Series,
     make_metrics_source,
 )
-from openrl_inspect.errors import InspectorError
-
-T = TypeVar("T")
-
-
-async def gather(fns: Sequence[Callable[[], Awaitable[T]]], limit: int = 4) -> list[T]:
-    """Run ``fns`` concurrently (at most ``limit`` at once), results in order. The
-    first ``InspectorError`` raised by any of them is raised as itself."""
-    if len(fns) == 1:
-        return [await fns[0]()]
-    results: dict[int, T] = {}
-    limiter = anyio.CapacityLimiter(limit)
-
-    async def run(i: int, fn: Callable[[], Awaitable[T]]) -> None:
-        async with limiter:
-            results[i] = await fn()
-
-    try:
-        async with anyio.create_task_group() as tg:
-            for i, fn in enumerate(fns):
-                tg.start_soon(run, i, fn)
-    except BaseExceptionGroup as group:
-        leaf = _first_inspector_error(group)
-        if leaf is None:
-            raise
-        raise leaf  # noqa: B904 - the leaf keeps its own __cause__
-    return [results[i] for i in range(len(fns))]
-
-
-def _first_inspector_error(group: BaseExceptionGroup[BaseException]) -> InspectorError | None:
-    for exc in group.exceptions:
-        if isinstance(exc, InspectorError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_inspector_error(exc)
-            if found is not None:
-                return found
-    return None
 
 
 class PromGpuMetrics:
@@ -113,9 +75,7 @@ class PromGpuMetrics:
         min_step_s: float = 30.0,
         owns_source: bool = False,
     ) -> None:
-        self._source = source
-        self._chunk_bytes = chunk_bytes
-        self._max_series = max_series
+        self._batch = QueryBatch(source, chunk_bytes=chunk_bytes, max_series=max_series)
         self._max_samples = max_samples
         self._min_step = min_step_s
         self._owns_source = owns_source
@@ -135,36 +95,15 @@ class PromGpuMetrics:
 
     async def aclose(self) -> None:
         if self._owns_source:
-            await self._source.aclose()
+            await self._batch.source.aclose()
 
     # ------------------------------------------------------------ plumbing
-
-    def _queries(self, sets: Mapping[str, Sequence[str]], build: promql.QueryBuilder) -> list[str]:
-        # Also bound the values per query so that an answer fits in ``max_series``.
-        per_query = max(1, self._max_series // 2)
-        flat = [(lab, v) for lab, vals in sets.items() for v in vals]
-        queries: list[str] = []
-        for i in range(0, len(flat), per_query):
-            part: dict[str, list[str]] = {}
-            for lab, v in flat[i : i + per_query]:
-                part.setdefault(lab, []).append(v)
-            queries.extend(promql.chunk_values(part, build, self._chunk_bytes))
-        return queries
-
-    async def _instant(self, queries: Sequence[str], at: float | None) -> list[QueryResult]:
-        return await gather([functools.partial(self._source.instant, q, at) for q in queries])
-
-    async def _range(
-        self, queries: Sequence[str], start: float, end: float, step: float
-    ) -> list[QueryResult]:
-        return await gather(
-            [functools.partial(self._source.range, q, start, end, step) for q in queries]
-        )
 
     async def _per_gpu_instant(
         self, sets: Mapping[str, Sequence[str]], branch: Branch, at: float | None
     ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
-        results = await self._instant(self._queries(sets, lambda s: per_gpu_query(s, branch)), at)
+        queries = self._batch.queries(sets, lambda s: per_gpu_query(s, branch))
+        results = await self._batch.instant(queries, at)
         return index_by_gpu(
             (s.label_dict(), s.samples[-1].v) for r in results for s in r.series if s.samples
         )
@@ -196,12 +135,12 @@ class PromGpuMetrics:
 
         async def per_node(metric: str) -> dict[str, list[float]]:
             branch = mean_branch(metric, rng)
-            queries = self._queries(
+            queries = self._batch.queries(
                 {"Hostname": wanted},
                 lambda s: branch([in_set("Hostname", s["Hostname"])], "Hostname, gpu"),
             )
             out: dict[str, list[float]] = {}
-            for r in await self._instant(queries, at):
+            for r in await self._batch.instant(queries, at):
                 for s in r.series:
                     if s.samples and math.isfinite(s.samples[-1].v):
                         out.setdefault(s.label("Hostname"), []).append(s.samples[-1].v)
@@ -262,19 +201,19 @@ class PromGpuMetrics:
         if hot_uuids or hot_nodes:
             queries: list[str] = []
             if hot_uuids:
-                queries += self._queries(
+                queries += self._batch.queries(
                     {"UUID": hot_uuids},
                     lambda s: f"{selector(XID_ERRORS, [in_set('UUID', s['UUID'])])}[{rng}]",
                 )
             if hot_nodes:
-                queries += self._queries(
+                queries += self._batch.queries(
                     {"Hostname": hot_nodes},
                     lambda s: (
                         selector(XID_ERRORS, [in_set("Hostname", s["Hostname"]), eq("UUID", "")])
                         + f"[{rng}]"
                     ),
                 )
-            for r in await self._instant(queries, at):
+            for r in await self._batch.instant(queries, at):
                 for s in r.series:
                     ref: str | tuple[str, str] = s.label("UUID") or (
                         s.label("Hostname"),
@@ -341,8 +280,8 @@ class PromGpuMetrics:
 
         async def one(metric: str) -> list[tuple[str, Series, bool] | None]:
             branch = mean_branch(metric, rng)
-            queries = self._queries(sets, lambda s: per_gpu_query(s, branch))
-            results = await self._range(queries, start, end, step)
+            queries = self._batch.queries(sets, lambda s: per_gpu_query(s, branch))
+            results = await self._batch.range(queries, start, end, step)
             truncated = any(r.truncated for r in results)
             by_uuid, by_host = index_by_gpu((s.label_dict(), s) for r in results for s in r.series)
             return [
@@ -405,9 +344,9 @@ class PromGpuMetrics:
         builders = vllm_builders(rng)
 
         async def one(build: Callable[[Sequence[str]], str]) -> dict[tuple[str, str], float]:
-            queries = self._queries({"pod": wanted}, lambda s: build(s["pod"]))
+            queries = self._batch.queries({"pod": wanted}, lambda s: build(s["pod"]))
             out: dict[tuple[str, str], float] = {}
-            for r in await self._instant(queries, at):
+            for r in await self._batch.instant(queries, at):
                 for s in r.series:
                     if s.samples and math.isfinite(s.samples[-1].v):
                         out.setdefault((s.label("pod"), s.label("quantile")), s.samples[-1].v)

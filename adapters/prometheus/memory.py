@@ -37,11 +37,13 @@ from openrl_inspect.adapters.prometheus._gpu import (
     NodeDuty,
     VllmStats,
     XidErrors,
-    activity_window,
     as_duty_metric,
     check_metric,
     check_window,
     choose_step,
+)
+from openrl_inspect.adapters.prometheus._gpu_joins import (
+    activity_window,
     gpu_ref,
     join_rows,
     key_sets,

@@ -15,7 +15,8 @@ from openrl_inspect.resolvers.cluster.reads import (
     valid_dns_label,
     valid_dns_name,
 )
-from openrl_inspect.resolvers.cluster.waiting import WaitReason, why_waiting
+from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason
+from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import PlacementRecord, WorkerRecord

@@ -9,75 +9,25 @@ The ranking follows the path a model takes to its GPUs: a cause at an earlier st
 blocks everything after it, so it comes first (no Workload at all; Workload
 deactivated; evicted or preempted; not admissible; short of quota; admission checks;
 admitted but no pods; pods gated or unschedulable; claims unallocated; containers not
-starting). Within a stage, the longest-standing cause comes first.
+starting). Within a stage, the longest-standing cause comes first (the stages and the
+ranking are ``wait_reasons``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from openrl_inspect.adapters.kubernetes import ClaimRecord, Condition, PodRecord, WorkloadRecord
 from openrl_inspect.domain import WAITING_STATES, WaitKind
+from openrl_inspect.resolvers.cluster.wait_reasons import REQUEUED_HISTORY_STAGE, Causes, WaitReason
 from openrl_inspect.state.records import ModelRecord
-
-# kind -> (stage, source). Lower stages block later ones, so they rank first.
-KINDS: dict[WaitKind, tuple[int, str]] = {
-    WaitKind.NO_WORKLOAD: (5, "kueue"),
-    WaitKind.WORKLOAD_FINISHED: (8, "kueue"),
-    WaitKind.WORKLOAD_INACTIVE: (10, "kueue"),
-    WaitKind.EVICTED: (20, "kueue"),
-    WaitKind.PREEMPTED: (21, "kueue"),
-    WaitKind.INADMISSIBLE: (25, "kueue"),
-    WaitKind.QUOTA: (30, "kueue"),
-    WaitKind.PENDING: (32, "kueue"),
-    WaitKind.REQUEUED: (35, "kueue"),
-    WaitKind.ADMISSION_CHECK: (40, "kueue"),
-    WaitKind.NO_PODS: (50, "kubernetes"),
-    WaitKind.POD_GATED: (55, "scheduler"),
-    WaitKind.UNSCHEDULABLE: (60, "scheduler"),
-    WaitKind.CLAIM_UNALLOCATED: (65, "dra"),
-    WaitKind.CONTAINER_ERROR: (68, "kubelet"),
-    WaitKind.POD_FAILED: (69, "kubelet"),
-    WaitKind.CONTAINER_WAITING: (70, "kubelet"),
-    WaitKind.NO_WORKLOAD_FOR_PODS: (80, "kueue"),
-    WaitKind.NOTHING_FOUND: (99, "inspector"),
-}
-# A requeue is history once the Workload is admitted again.
-REQUEUED_HISTORY_STAGE = 90
 
 _QUOTA = re.compile(
     r"insufficient (?:unused )?quota for (?P<resource>[^\s,;]+) in flavor "
     r"(?P<flavor>[^\s,;]+)(?:,\s*(?P<more>\d+) more needed)?"
 )
 _CONTAINER_ERRORS = ("BackOff", "Err", "Invalid", "Error")
-
-
-@dataclass(frozen=True, slots=True)
-class WaitReason:
-    """One likely cause. ``rank`` is 1 for the most likely; ``object`` names the
-    Kubernetes object it comes from (``Workload ns/name``, ``Pod ns/name``...)."""
-
-    kind: WaitKind
-    source: str
-    reason: str | None
-    message: str
-    object: str | None
-    since: float | None
-    waited_seconds: float | None
-    rank: int = 0
-    resource: str | None = None
-    flavor: str | None = None
-    shortfall: int | None = None
-    queue_position: int | None = None
-    queue_length: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Cause:
-    stage: int
-    reason: WaitReason
 
 
 def _ref(kind: str, namespace: str, name: str) -> str:
@@ -113,55 +63,7 @@ def queue_position(
     return keys.index(workload.key) + 1, len(keys)
 
 
-class _Collector:
-    def __init__(self, now: float) -> None:
-        self.now = now
-        self.causes: list[_Cause] = []
-
-    def add(
-        self,
-        kind: WaitKind,
-        message: str,
-        *,
-        obj: str | None,
-        reason: str | None = None,
-        since: float | None = None,
-        stage: int | None = None,
-        quota: tuple[str | None, str | None, int | None] = (None, None, None),
-        position: tuple[int, int] | None = None,
-    ) -> None:
-        default_stage, source = KINDS[kind]
-        waited = None if since is None else max(0.0, self.now - since)
-        record = WaitReason(
-            kind=kind,
-            source=source,
-            reason=reason,
-            message=message,
-            object=obj,
-            since=since,
-            waited_seconds=waited,
-            resource=quota[0],
-            flavor=quota[1],
-            shortfall=quota[2],
-            queue_position=position[0] if position else None,
-            queue_length=position[1] if position else None,
-        )
-        self.causes.append(_Cause(default_stage if stage is None else stage, record))
-
-    def ranked(self) -> list[WaitReason]:
-        ordered = sorted(
-            self.causes,
-            key=lambda c: (
-                c.stage,
-                c.reason.since if c.reason.since is not None else float("inf"),
-                c.reason.object or "",
-                c.reason.kind,
-            ),
-        )
-        return [replace(c.reason, rank=i) for i, c in enumerate(ordered, start=1)]
-
-
-def _workload_causes(out: _Collector, w: WorkloadRecord, peers: Sequence[WorkloadRecord]) -> bool:
+def _workload_causes(out: Causes, w: WorkloadRecord, peers: Sequence[WorkloadRecord]) -> bool:
     """Add the Workload's causes; True when it is admitted (pods may then be the cause)."""
     ref = _ref("Workload", w.namespace, w.name)
     quota = w.condition("QuotaReserved")
@@ -225,7 +127,7 @@ def _since(cond: Condition | None) -> float | None:
 
 
 def _quota_cause(
-    out: _Collector,
+    out: Causes,
     w: WorkloadRecord,
     quota: Condition,
     ref: str,
@@ -253,7 +155,7 @@ def _quota_cause(
     )
 
 
-def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) -> None:
+def _pod_causes(out: Causes, pod: PodRecord, claims: Sequence[ClaimRecord]) -> None:
     ref = _ref("Pod", pod.namespace, pod.name)
     failure = pod.scheduling_failure
     if pod.phase == "Failed":
@@ -274,6 +176,25 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
             reason=failure.reason,
             since=failure.since,
         )
+    _claim_causes(out, pod, claims)
+    if pod.phase in ("Failed", "Succeeded"):
+        return
+    for container in pod.containers:
+        if container.state != "waiting" or container.reason is None:
+            continue
+        error = any(marker in container.reason for marker in _CONTAINER_ERRORS)
+        out.add(
+            WaitKind.CONTAINER_ERROR if error else WaitKind.CONTAINER_WAITING,
+            container.message or f"Container {container.name} is waiting: {container.reason}.",
+            obj=ref,
+            reason=container.reason,
+            since=pod.started or pod.created,
+        )
+
+
+def _claim_causes(out: Causes, pod: PodRecord, claims: Sequence[ClaimRecord]) -> None:
+    """The pod's DRA ResourceClaims that are not allocated, or not created yet."""
+    ref = _ref("Pod", pod.namespace, pod.name)
     mine = [
         c
         for c in claims
@@ -303,40 +224,14 @@ def _pod_causes(out: _Collector, pod: PodRecord, claims: Sequence[ClaimRecord]) 
                 reason="ClaimNotCreated",
                 since=pod.created,
             )
-    if pod.phase in ("Failed", "Succeeded"):
-        return
-    for container in pod.containers:
-        if container.state != "waiting" or container.reason is None:
-            continue
-        error = any(marker in container.reason for marker in _CONTAINER_ERRORS)
-        out.add(
-            WaitKind.CONTAINER_ERROR if error else WaitKind.CONTAINER_WAITING,
-            container.message or f"Container {container.name} is waiting: {container.reason}.",
-            obj=ref,
-            reason=container.reason,
-            since=pod.started or pod.created,
-        )
 
 
-def why_waiting(
-    model: ModelRecord,
-    workloads: Sequence[WorkloadRecord],
-    pods: Sequence[PodRecord],
-    claims: Sequence[ClaimRecord],
-    now: float,
-    queue_peers: Sequence[WorkloadRecord] = (),
-) -> list[WaitReason]:
-    """The likely causes, most likely first (``rank`` 1). Empty unless the model is
-    waiting or placed. ``workloads``, ``pods`` and ``claims`` are the model's (by its
-    ``openrl.ai/model-id`` label, claims of those pods); ``queue_peers`` are other
-    Workloads of the same namespaces, for the position in the queue."""
-    if model.state not in WAITING_STATES:
-        return []
-    out = _Collector(now)
+def _missing_workload_causes(
+    out: Causes, model: ModelRecord, workloads: Sequence[WorkloadRecord], has_pods: bool
+) -> None:
+    """The first stage: no Workload at all, only finished ones, or pods without one."""
     since = model.state_at
-    current = [w for w in workloads if not _is_finished(w)]
-    live_pods = [p for p in pods if not p.deleting and p.phase != "Succeeded"]
-    if not workloads and not live_pods:
+    if not workloads and not has_pods:
         out.add(
             WaitKind.NO_WORKLOAD,
             f"No Kueue Workload and no pods carry the label openrl.ai/model-id={model.id}: "
@@ -345,7 +240,7 @@ def why_waiting(
             reason="NotFound",
             since=since,
         )
-    elif workloads and not current:
+    elif workloads and all(_is_finished(w) for w in workloads):
         last = max(workloads, key=lambda w: _since(w.condition("Finished")) or 0.0)
         cond = last.condition("Finished")
         out.add(
@@ -364,6 +259,27 @@ def why_waiting(
             reason="NotFound",
             since=since,
         )
+
+
+def why_waiting(
+    model: ModelRecord,
+    workloads: Sequence[WorkloadRecord],
+    pods: Sequence[PodRecord],
+    claims: Sequence[ClaimRecord],
+    now: float,
+    queue_peers: Sequence[WorkloadRecord] = (),
+) -> list[WaitReason]:
+    """The likely causes, most likely first (``rank`` 1). Empty unless the model is
+    waiting or placed. ``workloads``, ``pods`` and ``claims`` are the model's (by its
+    ``openrl.ai/model-id`` label, claims of those pods); ``queue_peers`` are other
+    Workloads of the same namespaces, for the position in the queue."""
+    if model.state not in WAITING_STATES:
+        return []
+    out = Causes(now)
+    since = model.state_at
+    current = [w for w in workloads if not _is_finished(w)]
+    live_pods = [p for p in pods if not p.deleting and p.phase != "Succeeded"]
+    _missing_workload_causes(out, model, workloads, bool(live_pods))
     admitted = [w for w in current if _workload_causes(out, w, queue_peers)]
     if admitted and not live_pods:
         first = admitted[0]

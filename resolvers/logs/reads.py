@@ -43,6 +43,7 @@ from openrl_inspect.resolvers.logs.args import (
 from openrl_inspect.resolvers.logs.cursor import Resume, decode, encode, fingerprint
 from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, merge
 from openrl_inspect.resolvers.logs.sides import (
+    ClientSide,
     WorkerSide,
     _choose,
     _client_sides,
@@ -129,45 +130,14 @@ async def _logs(
     resume = decode(args.after, print_) if args.after is not None else None
     start, end = _window(args, default, ctx.now, resume)
     if resume is not None:
-        # A session's cursor keeps the models its first page read.
-        unknown = (set(resume.workers) | set(resume.clients)) - {t.key for t in targets}
-        if owner[0] != "session" and unknown:
-            raise InvalidInput("the cursor is not valid for these logs; start again without it")
-        targets = [*targets, *(_Target(k, k) for k in sorted(unknown) if valid_id(k))]
+        targets = _resumed_targets(owner, targets, resume)
 
-    backend: WorkerBackend | None = resume.backend if resume is not None else None
-    fallback: str | None = None
-    workers: list[WorkerSide] = []
-    if args.worker_logs and (resume is None or resume.workers):
-        backend, fallback = _choose(ctx, resume)
-        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, resume)
+    backend, fallback, workers = await _read_workers(ctx, targets, start, end, size, args, resume)
     clients = _client_sides(targets, start, end, size, args, resume)
-
-    # Round one: every side, with the fallback to pod logs if Cloud Logging is down.
-    try:
-        pages = await ctx.logs.worker.load_many([w.read for w in workers])
-    except BackendUnavailable as error:
-        if not (backend == "cloud_logging" and resume is None and ctx.logs.kubernetes):
-            raise
-        backend = "kubernetes"
-        fallback = f"Cloud Logging is unavailable ({error.message}): pod logs from Kubernetes"
-        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, None)
-        pages = await ctx.logs.worker.load_many([w.read for w in workers])
-    for side, page in zip(workers, pages, strict=True):
-        side.fill(page)
     found = await ctx.logs.client.load_many([c.request for c in clients])
     for client, slice_ in zip(clients, found, strict=True):
         client.fill(slice_)
-
-    out: list[LogEntry] = []
-    used = 0
-    rounds = 1
-    while True:
-        stop, used, blocked = merge(workers, clients, out, used, size, args.newest_first)
-        if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
-            break
-        rounds += 1
-        await _refill(ctx, blocked)
+    out, used, stop = await _merge_rounds(ctx, workers, clients, size, args.newest_first)
 
     has_next = any(w.position() is not None for w in workers) or any(
         c.position()[0] for c in clients
@@ -177,17 +147,8 @@ async def _logs(
         reason = LogLimit.SOURCE_LIMIT
     elif capped:
         reason = LogLimit.MODELS
-    next_cursor = None
-    if has_next:
-        state = Resume(backend, start, end)
-        for w in workers:
-            if (position := w.position()) is not None:
-                state.workers[w.key] = position
-        for c in clients:
-            going, after = c.position()
-            if going:
-                state.clients[c.key] = after
-        next_cursor = encode(print_, state)
+    state = Resume(backend, start, end)
+    next_cursor = encode(print_, _resume_at(state, workers, clients)) if has_next else None
     filters = tuple(
         WorkerFilter(w.key, w.first_page.filter, w.first_page.explorer_url)
         for w in workers
@@ -209,6 +170,82 @@ async def _logs(
         filter=combined,
         explorer_url=link,
     )
+
+
+def _resumed_targets(
+    owner: tuple[str, str], targets: Sequence[_Target], resume: Resume
+) -> list[_Target]:
+    """The targets a cursor goes on with: a session's cursor keeps the models its first
+    page read; any other cursor must name only the owner's own targets."""
+    unknown = (set(resume.workers) | set(resume.clients)) - {t.key for t in targets}
+    if owner[0] != "session" and unknown:
+        raise InvalidInput("the cursor is not valid for these logs; start again without it")
+    return [*targets, *(_Target(k, k) for k in sorted(unknown) if valid_id(k))]
+
+
+async def _read_workers(
+    ctx: Context,
+    targets: Sequence[_Target],
+    start: datetime,
+    end: datetime,
+    size: int,
+    args: LogArgs,
+    resume: Resume | None,
+) -> tuple[WorkerBackend | None, str | None, list[WorkerSide]]:
+    """The worker sides, each with its first page read; the backend they were read from
+    and why it is not Cloud Logging, falling back to pod logs if Cloud Logging is down."""
+    backend: WorkerBackend | None = resume.backend if resume is not None else None
+    fallback: str | None = None
+    workers: list[WorkerSide] = []
+    if args.worker_logs and (resume is None or resume.workers):
+        backend, fallback = _choose(ctx, resume)
+        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, resume)
+    try:
+        pages = await ctx.logs.worker.load_many([w.read for w in workers])
+    except BackendUnavailable as error:
+        if not (backend == "cloud_logging" and resume is None and ctx.logs.kubernetes):
+            raise
+        backend = "kubernetes"
+        fallback = f"Cloud Logging is unavailable ({error.message}): pod logs from Kubernetes"
+        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, None)
+        pages = await ctx.logs.worker.load_many([w.read for w in workers])
+    for side, page in zip(workers, pages, strict=True):
+        side.fill(page)
+    return backend, fallback, workers
+
+
+async def _merge_rounds(
+    ctx: Context,
+    workers: list[WorkerSide],
+    clients: list[ClientSide],
+    size: int,
+    newest_first: bool,
+) -> tuple[list[LogEntry], int, LogLimit | None]:
+    """Merge the sides' pages, refilling the sides that block the merge (a few rounds at
+    most): the entries, their bytes, and why the merge stopped."""
+    out: list[LogEntry] = []
+    used = 0
+    rounds = 1
+    while True:
+        stop, used, blocked = merge(workers, clients, out, used, size, newest_first)
+        if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
+            return out, used, stop
+        rounds += 1
+        await _refill(ctx, blocked)
+
+
+def _resume_at(
+    state: Resume, workers: Sequence[WorkerSide], clients: Sequence[ClientSide]
+) -> Resume:
+    """``state`` with the position of every side that has more to read."""
+    for w in workers:
+        if (position := w.position()) is not None:
+            state.workers[w.key] = position
+    for c in clients:
+        going, after = c.position()
+        if going:
+            state.clients[c.key] = after
+    return state
 
 
 def _combined(

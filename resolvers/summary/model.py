@@ -119,6 +119,14 @@ def pace(steps: Sequence[StepRecord]) -> tuple[float | None, float | None, float
     return per_minute, statistics.median(durations), last
 
 
+def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
+    """The failed op that finished last, as a summary quotes it."""
+    last = max(failed, key=lambda o: o.finished_at or 0.0, default=None)
+    if last is None:
+        return None
+    return LastError(last.id, last.kind, last.step, last.error or "", last.finished_at)
+
+
 async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:
     # Concurrent, never sequential awaits: the loaders batch what is pending together,
     # across this model's steps and across every model summarised in the request.
@@ -141,7 +149,6 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
     per_minute, median_step, last_step = pace(steps)
     since_last = None if last_step is None else max(0.0, ctx.now - last_step)
     failed = [o for o in ops if o.status == OpStatus.FAILED]
-    last_failed = max(failed, key=lambda o: o.finished_at or 0.0, default=None)
     oldest = min((o.accepted_at for o in open_ops if o.accepted_at is not None), default=None)
     stuck, lost = health.count(OpHealth.STUCK), health.count(OpHealth.LOST)
     waiting_s = (
@@ -162,17 +169,7 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
         waiting_s=waiting_s,
         kinds=kind_stats(ops),
         failed_ops=len(failed),
-        last_error=(
-            LastError(
-                last_failed.id,
-                last_failed.kind,
-                last_failed.step,
-                last_failed.error or "",
-                last_failed.finished_at,
-            )
-            if last_failed
-            else None
-        ),
+        last_error=latest_failure(failed),
         open_ops=open_page.total,
         stuck_ops=stuck,
         lost_ops=lost,

@@ -21,7 +21,7 @@ from openrl_inspect.schema.cluster.common import (
 )
 from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
 from openrl_inspect.schema.common import Info, as_json, ts
-from openrl_inspect.schema.metrics.types import GpuMetricsFields, NodeMetricsFields
+from openrl_inspect.schema.metrics.fields import GpuMetricsFields, NodeMetricsFields
 from strawberry.scalars import JSON
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import ModelLogFields
-from openrl_inspect.schema.metrics.types import ModelMetricsFields
+from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON

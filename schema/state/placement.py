@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 from openrl_inspect.schema.cluster.links import PlacementClusterFields
 from openrl_inspect.schema.common import span, ts
-from openrl_inspect.schema.metrics.types import PlacementMetricsFields
+from openrl_inspect.schema.metrics.fields import PlacementMetricsFields
 from openrl_inspect.state.records import PlacementRecord
 
 

@@ -10,7 +10,7 @@ from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
-from openrl_inspect.schema.metrics.types import SessionMetricsFields
+from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
 

@@ -9,7 +9,7 @@ import strawberry
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.cluster.links import WorkerClusterFields
 from openrl_inspect.schema.common import Info, as_json, ts
-from openrl_inspect.schema.metrics.types import WorkerMetricsFields
+from openrl_inspect.schema.metrics.fields import WorkerMetricsFields
 from openrl_inspect.state.records import WorkerRecord
 from strawberry.scalars import JSON
 

@@ -44,7 +44,13 @@ def _lines() -> list[Line]:
             body = {"severity": "WARNING", "message": f"grad norm {i} clipped", "step": i}
             out.append(
                 Line(
-                    at, TRAINER, "trainer", "trainer", json.dumps(body), "WARNING", str(body["message"])
+                    at,
+                    TRAINER,
+                    "trainer",
+                    "trainer",
+                    json.dumps(body),
+                    "WARNING",
+                    str(body["message"]),
                 )
             )
         elif i % 4 == 1:
