@@ -79,12 +79,12 @@ class LogAnswer:
     explorer_url: str | None
 
 
-def _around(at: float, before: timedelta, after: timedelta) -> tuple[datetime, datetime]:
+def around(at: float, before: timedelta, after: timedelta) -> tuple[datetime, datetime]:
     moment = datetime.fromtimestamp(at, tz=UTC)
     return moment - before, moment + after
 
 
-def _window(
+def window_of(
     args: LogArgs, default: tuple[datetime, datetime], now: float, resume: Resume | None
 ) -> tuple[datetime, datetime]:
     """``since``..``until``; one of them alone: until now, or the hour before ``until``;
@@ -115,7 +115,7 @@ def _window(
     return start, end
 
 
-def _check_args(args: LogArgs) -> LogArgs:
+def check_args(args: LogArgs) -> LogArgs:
     for value in (args.text, args.role, args.pod):
         if value is not None:
             check_value(value)

@@ -36,20 +36,20 @@ from openrl_inspect.resolvers.logs.args import (
     LogArgs,
     LogLimit,
     WorkerFilter,
-    _around,
-    _check_args,
-    _window,
+    around,
+    check_args,
+    window_of,
 )
 from openrl_inspect.resolvers.logs.cursor import Resume, decode, encode, fingerprint
 from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, merge
 from openrl_inspect.resolvers.logs.sides import (
     ClientSide,
+    Target,
     WorkerSide,
-    _choose,
-    _client_sides,
-    _refill,
-    _Target,
-    _worker_sides,
+    choose_backend,
+    client_sides,
+    refill_blocked,
+    worker_sides,
 )
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.resolvers.state import reads as R
@@ -83,22 +83,22 @@ async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
     rec = await R.model(ctx, mid)
     at = rec.transitions
     if rec.state == ModelState.FAILED and ModelState.FAILED in at:
-        default = _around(at[ModelState.FAILED], BEFORE_FAILURE, AFTER_FAILURE)
+        default = around(at[ModelState.FAILED], BEFORE_FAILURE, AFTER_FAILURE)
     elif rec.state == ModelState.ENDED and ModelState.ENDED in at:
-        default = _around(at[ModelState.ENDED], RECENT, AFTER_FAILURE)
+        default = around(at[ModelState.ENDED], RECENT, AFTER_FAILURE)
     else:
-        default = _around(ctx.now, RECENT, timedelta(0))
-    return await _logs(ctx, ("model", mid), [_Target(mid, mid)], default, args)
+        default = around(ctx.now, RECENT, timedelta(0))
+    return await _logs(ctx, ("model", mid), [Target(mid, mid)], default, args)
 
 
 async def session_logs(ctx: Context, sid: str, args: LogArgs) -> LogAnswer:
     rec = await R.session(ctx, sid)
     if rec.state == SessionState.CLOSED and rec.closed_at is not None:
-        default = _around(rec.closed_at, RECENT, AFTER_FAILURE)
+        default = around(rec.closed_at, RECENT, AFTER_FAILURE)
     else:
-        default = _around(ctx.now, RECENT, timedelta(0))
+        default = around(ctx.now, RECENT, timedelta(0))
     page = await R.session_models(ctx, sid, MAX_SESSION_MODELS, None)
-    targets = [_Target(m.id, m.id) for _, m in page.items]
+    targets = [Target(m.id, m.id) for _, m in page.items]
     return await _logs(ctx, ("session", sid), targets, default, args, capped=page.has_next)
 
 
@@ -107,8 +107,8 @@ async def pod_logs(ctx: Context, namespace: str, name: str, args: LogArgs) -> Lo
     if args.role is not None or args.pod is not None:
         raise InvalidInput("a pod's logs take no role or pod filter")
     key = ObjectKey(namespace, name)
-    target = _Target(f"{namespace}/{name}", None, pod=key)
-    default = _around(ctx.now, RECENT, timedelta(0))
+    target = Target(f"{namespace}/{name}", None, pod=key)
+    default = around(ctx.now, RECENT, timedelta(0))
     args = replace(args, client_logs=False)
     return await _logs(ctx, ("pod", target.key), [target], default, args)
 
@@ -116,24 +116,24 @@ async def pod_logs(ctx: Context, namespace: str, name: str, args: LogArgs) -> Lo
 async def _logs(
     ctx: Context,
     owner: tuple[str, str],
-    targets: Sequence[_Target],
+    targets: Sequence[Target],
     default: tuple[datetime, datetime],
     args: LogArgs,
     *,
     capped: bool = False,
 ) -> LogAnswer:
-    args = _check_args(args)
+    args = check_args(args)
     size = page_size(ctx, ctx.limits.max_page_size if args.first is None else args.first)
     if size == 0:
         raise InvalidInput("first must be at least 1 for logs")
     print_ = fingerprint(owner, args)
     resume = decode(args.after, print_) if args.after is not None else None
-    start, end = _window(args, default, ctx.now, resume)
+    start, end = window_of(args, default, ctx.now, resume)
     if resume is not None:
         targets = _resumed_targets(owner, targets, resume)
 
     backend, fallback, workers = await _read_workers(ctx, targets, start, end, size, args, resume)
-    clients = _client_sides(targets, start, end, size, args, resume)
+    clients = client_sides(targets, start, end, size, args, resume)
     found = await ctx.logs.client.load_many([c.request for c in clients])
     for client, slice_ in zip(clients, found, strict=True):
         client.fill(slice_)
@@ -173,19 +173,19 @@ async def _logs(
 
 
 def _resumed_targets(
-    owner: tuple[str, str], targets: Sequence[_Target], resume: Resume
-) -> list[_Target]:
+    owner: tuple[str, str], targets: Sequence[Target], resume: Resume
+) -> list[Target]:
     """The targets a cursor goes on with: a session's cursor keeps the models its first
     page read; any other cursor must name only the owner's own targets."""
     unknown = (set(resume.workers) | set(resume.clients)) - {t.key for t in targets}
     if owner[0] != "session" and unknown:
         raise InvalidInput("the cursor is not valid for these logs; start again without it")
-    return [*targets, *(_Target(k, k) for k in sorted(unknown) if valid_id(k))]
+    return [*targets, *(Target(k, k) for k in sorted(unknown) if valid_id(k))]
 
 
 async def _read_workers(
     ctx: Context,
-    targets: Sequence[_Target],
+    targets: Sequence[Target],
     start: datetime,
     end: datetime,
     size: int,
@@ -198,8 +198,8 @@ async def _read_workers(
     fallback: str | None = None
     workers: list[WorkerSide] = []
     if args.worker_logs and (resume is None or resume.workers):
-        backend, fallback = _choose(ctx, resume)
-        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, resume)
+        backend, fallback = choose_backend(ctx, resume)
+        workers = await worker_sides(ctx, backend, targets, start, end, size, args, resume)
     try:
         pages = await ctx.logs.worker.load_many([w.read for w in workers])
     except BackendUnavailable as error:
@@ -207,7 +207,7 @@ async def _read_workers(
             raise
         backend = "kubernetes"
         fallback = f"Cloud Logging is unavailable ({error.message}): pod logs from Kubernetes"
-        workers = await _worker_sides(ctx, backend, targets, start, end, size, args, None)
+        workers = await worker_sides(ctx, backend, targets, start, end, size, args, None)
         pages = await ctx.logs.worker.load_many([w.read for w in workers])
     for side, page in zip(workers, pages, strict=True):
         side.fill(page)
@@ -231,7 +231,7 @@ async def _merge_rounds(
         if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
             return out, used, stop
         rounds += 1
-        await _refill(ctx, blocked)
+        await refill_blocked(ctx, blocked)
 
 
 def _resume_at(

@@ -19,7 +19,7 @@ from openrl_inspect.resolvers.logs.cursor import Resume
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     key: str
     model_id: str | None
     pod: ObjectKey | None = None
@@ -144,7 +144,7 @@ class ClientSide:
 Side = WorkerSide | ClientSide
 
 
-def _choose(ctx: Context, resume: Resume | None) -> tuple[WorkerBackend, str | None]:
+def choose_backend(ctx: Context, resume: Resume | None) -> tuple[WorkerBackend, str | None]:
     """The worker-log backend, and why it is not Cloud Logging (when it is not)."""
     logs = ctx.logs
     if resume is not None and resume.backend is not None:
@@ -162,10 +162,10 @@ def _choose(ctx: Context, resume: Resume | None) -> tuple[WorkerBackend, str | N
     )
 
 
-async def _worker_sides(
+async def worker_sides(
     ctx: Context,
     backend: WorkerBackend,
-    targets: Sequence[_Target],
+    targets: Sequence[Target],
     start: datetime,
     end: datetime,
     size: int,
@@ -204,8 +204,8 @@ async def _worker_sides(
     return sides
 
 
-def _client_sides(
-    targets: Sequence[_Target],
+def client_sides(
+    targets: Sequence[Target],
     start: datetime,
     end: datetime,
     size: int,
@@ -234,7 +234,7 @@ def _client_sides(
     return sides
 
 
-async def _refill(ctx: Context, blocked: Sequence[Side]) -> None:
+async def refill_blocked(ctx: Context, blocked: Sequence[Side]) -> None:
     workers = [s for s in blocked if isinstance(s, WorkerSide)]
     clients = [s for s in blocked if isinstance(s, ClientSide)]
     for side in workers:
