@@ -27,3 +27,20 @@ def redis_cluster() -> Iterator[RedisCluster]:
     cluster = RedisCluster().start()
     yield cluster
     cluster.cleanup()
+
+
+# A marker per real dependency, so each can be selected or left out (`-m "not browser"`):
+# a test gets the marker of every real server among the fixtures it uses.
+_FIXTURE_MARKERS = {
+    "redis_server": "redis_server",
+    "redis_cluster": "redis_cluster",
+    "prometheus": "prometheus",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in _FIXTURE_MARKERS.items():
+            if fixture in used:
+                item.add_marker(marker)

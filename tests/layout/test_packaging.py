@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_architecture import ROOT, production_modules
+from support.tree import ROOT, production_modules
 
 pytestmark = pytest.mark.slow
 

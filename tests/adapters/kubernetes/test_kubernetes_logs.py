@@ -34,13 +34,14 @@ from openrl_inspect.settings import SettingsError
 from support import pod_log_samples as S
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source
+from support.tree import ROOT
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
 
 pytestmark = pytest.mark.anyio
 
 WINDOW = LogQuery(start=S.T0 - timedelta(minutes=10), end=S.NOW, model_id=S.MODEL, limit=500)
-RBAC = Path(__file__).resolve().parent.parent / "deploy" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "rbac.yaml"
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import pytest
 from support.browser import chromium_page
 from support.ports import free_port, wait_for_port
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def demo_url() -> Iterator[str]:

@@ -10,8 +10,9 @@ import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
 import yaml
 from support.prometheus_server import PROMTOOL, require_prometheus
+from support.tree import ROOT
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+DEPLOY = ROOT / "deploy"
 
 
 def _docs(name: str) -> dict[str, dict[str, Any]]:
@@ -73,6 +74,7 @@ def test_scrapers_select_the_exporter() -> None:
     ]
 
 
+@pytest.mark.prometheus
 def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
     """promtool checks everything but Kubernetes discovery, which Debian's build
     leaves out; it is swapped for a static target here."""

@@ -16,7 +16,8 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.tree import ROOT
+
 NOT_PRODUCTION = {"tests", "bench", "scripts", "static", "deploy", "docs", ".venv"}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

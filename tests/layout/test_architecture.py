@@ -14,22 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NOT_PRODUCTION = {"tests", "bench", "scripts", "static", "deploy", "docs", ".venv", "build"}
-
-
-def production_modules() -> dict[str, Path]:
-    """Dotted name (``openrl_inspect.x.y``) -> file, for every shipped module."""
-    found: dict[str, Path] = {}
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] in NOT_PRODUCTION or (rel.name == "setup.py" and len(rel.parts) == 1):
-            continue
-        parts = ["openrl_inspect", *rel.with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    return found
+from support.tree import ROOT, production_modules
 
 
 def test_import_linter_contracts_are_kept() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from openrl_inspect.schema.root import build_schema
+from support.tree import ROOT
 
-SDL = Path(__file__).resolve().parents[1] / "schema.graphql"
+SDL = ROOT / "schema.graphql"
 
 
 def test_committed_sdl_matches_the_code() -> None:

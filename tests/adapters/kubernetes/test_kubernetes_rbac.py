@@ -17,10 +17,11 @@ from openrl_inspect.adapters.kubernetes import READ_VERBS, WATCHED_RESOURCES
 from support import kube_objects as ko
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import synced_source
+from support.tree import ROOT
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
 
-MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "rbac.yaml"
+MANIFEST = ROOT / "deploy" / "rbac.yaml"
 # Granted for features outside the watch cache: the pod-logs reader.
 OTHER_READS = {("", "pods/log"): {"get"}}
 
