@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from openrl_inspect.errors import BackendError
 from openrl_inspect.context import Backends, Limits
+from openrl_inspect.errors import BackendError
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
 from openrl_inspect.schema.root import build_schema
 from starlette.applications import Starlette

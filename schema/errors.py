@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from openrl_inspect.errors import BackendError, InspectorError
+from openrl_inspect.errors import BackendError, Busy, InspectorError
 from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("openrl_inspect.errors")
@@ -30,6 +30,8 @@ def coded(error: GraphQLError) -> GraphQLError:
         extensions = {"code": original.code}
         if isinstance(original, BackendError):
             extensions["backend"] = original.backend
+        if isinstance(original, Busy):
+            extensions["retryAfterSeconds"] = original.retry_after_s
     elif isinstance(original, GraphQLError):
         return error
     else:
