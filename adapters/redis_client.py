@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
 from openrl_inspect.errors import (
+    BackendBusy,
     BackendError,
     BackendProtocolError,
     BackendTimeout,
@@ -36,7 +37,10 @@ class RedisSettings:
     cluster: bool = False
     timeout_s: float = 2.0
     connect_timeout_s: float = 1.0
+    # Connections in the pool; a call waits up to pool_timeout_s for a free one and is
+    # then answered BACKEND_BUSY (Redis is fine; this inspector is saturated).
     max_connections: int = 32
+    pool_timeout_s: float = 1.0
 
 
 class Pipe(Protocol):
@@ -52,8 +56,33 @@ class RoundTrips:
         self.count = 0
 
 
+class PoolExhausted(rexc.ConnectionError):
+    """Every pooled connection stayed in use for the pool's whole wait."""
+
+
+class WaitingPool(aioredis.BlockingConnectionPool):
+    """redis-py's blocking pool, telling a full pool apart from an unreachable Redis.
+
+    Both raise redis-py's ``ConnectionError``; only the wait for a free connection ends in
+    a timeout, which this pool raises as ``PoolExhausted``.
+    """
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            # redis-py leaves this method unannotated.
+            return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+        except rexc.ConnectionError as exc:
+            if isinstance(exc.__cause__, asyncio.TimeoutError | TimeoutError):
+                raise PoolExhausted("no connection available") from exc
+            raise
+
+
 def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
-    """Build (not yet connect) an asyncio client for ``settings``."""
+    """Build (not yet connect) an asyncio client for ``settings``.
+
+    Standalone clients wait for a pooled connection (``WaitingPool``); a Cluster client's
+    per-node pools do not wait, and a full one is reported busy all the same.
+    """
     common: dict[str, Any] = {
         "decode_responses": True,
         "socket_timeout": settings.timeout_s,
@@ -66,13 +95,24 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
         return RedisCluster.from_url(
             settings.url, max_connections=settings.max_connections, **common
         )
-    return aioredis.Redis.from_url(settings.url, max_connections=settings.max_connections, **common)
+    # With a pool given, redis-py takes the retry policy from the pool's connections.
+    pool = WaitingPool.from_url(
+        settings.url,
+        max_connections=settings.max_connections,
+        timeout=settings.pool_timeout_s,
+        **common,
+    )
+    return aioredis.Redis.from_pool(pool)
 
 
 def translate(exc: BaseException) -> BackendError:
     """Map a redis-py (or asyncio) exception to our hierarchy; the message is safe to show."""
     if isinstance(exc, BackendError):
         return exc
+    if isinstance(exc, PoolExhausted | rexc.MaxConnectionsError):
+        return BackendBusy(
+            BACKEND, "Redis answers, but all of the inspector's connections are busy"
+        )
     if isinstance(exc, rexc.TimeoutError | asyncio.TimeoutError | TimeoutError):
         return BackendTimeout(BACKEND, "Redis did not answer in time")
     if isinstance(exc, rexc.AuthenticationError | rexc.AuthorizationError):
