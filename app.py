@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -79,16 +78,19 @@ def create_app(
         async with open_backends() as backends:
             app.state.backends = backends
             app.state.health = HealthLog()
+            stop = asyncio.Event()
             watcher = None
             if health.interval_s > 0:
-                watcher = asyncio.create_task(watch(backends, app.state.health, health.interval_s))
+                probing = watch(backends, app.state.health, health.interval_s, stop)
+                watcher = asyncio.create_task(probing)
             try:
                 yield
             finally:
+                # A stop signal, not cancel(): under a test client's anyio cancel scopes a
+                # cancelled sleeping task was seen never to wake.
+                stop.set()
                 if watcher is not None:
-                    watcher.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await watcher
+                    await asyncio.wait([watcher], timeout=5.0)
 
     return Starlette(
         routes=[

@@ -39,33 +39,35 @@ def browsable_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def _listen_flags(p: argparse.ArgumentParser) -> None:
+    """Where to listen, and the request limits most often tuned from the command line."""
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 8080)")
+    p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--max-body-bytes", type=int, help="largest request body (default 1 MiB)")
+    p.add_argument(
+        "--request-deadline", type=float, help="seconds a GraphQL request may run (default 30)"
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        help="an origin browsers may call the API from (repeat; default none)",
+    )
+    p.add_argument(
+        "--no-introspection",
+        dest="introspection",
+        action="store_false",
+        default=None,
+        help="refuse introspection and hide field suggestions",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def listen(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--host", help="listen address (default 127.0.0.1)")
-        p.add_argument("--port", type=int, help="listen port (default 8080)")
-        p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
-        p.add_argument("--max-body-bytes", type=int, help="largest request body (default 1 MiB)")
-        p.add_argument(
-            "--request-deadline", type=float, help="seconds a GraphQL request may run (default 30)"
-        )
-        p.add_argument(
-            "--cors-origin",
-            action="append",
-            help="an origin browsers may call the API from (repeat; default none)",
-        )
-        p.add_argument(
-            "--no-introspection",
-            dest="introspection",
-            action="store_false",
-            default=None,
-            help="refuse introspection and hide field suggestions",
-        )
-
     serve = sub.add_parser("serve", help="serve the API over real backends")
-    listen(serve)
+    _listen_flags(serve)
     serve.add_argument("--redis-url", help="redis:// or rediss:// URL of OpenRL's Redis")
     serve.add_argument(
         "--redis-cluster", action="store_true", default=None, help="the URL is a Redis Cluster"
@@ -86,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--logging-project", help="Google Cloud project whose Cloud Logging to read")
 
     demo = sub.add_parser("demo", help="serve the API over a live simulated cluster")
-    listen(demo)
+    _listen_flags(demo)
     demo.add_argument("--redis-url", help="fill this Redis instead of an in-process fakeredis")
     demo.add_argument("--seed", type=int, help="simulation seed (default 7)")
 

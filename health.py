@@ -9,6 +9,7 @@ the error code when it went down; the app's lifespan runs ``watch`` to probe eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -96,8 +97,11 @@ class HealthLog:
                 )
 
 
-async def watch(backends: Backends, health: HealthLog, interval_s: float) -> None:
-    """Probe every ``interval_s`` seconds until cancelled."""
-    while True:
+async def watch(
+    backends: Backends, health: HealthLog, interval_s: float, stop: asyncio.Event
+) -> None:
+    """Probe every ``interval_s`` seconds until ``stop`` is set."""
+    while not stop.is_set():
         health.observe(await probe_all(backends))
-        await asyncio.sleep(interval_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)
