@@ -25,6 +25,7 @@ from graphql import (
 )
 from openrl_inspect.app import create_app
 from openrl_inspect.backends import DemoSettings, demo_backends
+from openrl_inspect.health import HealthSettings
 from openrl_inspect.schema.root import build_schema
 from support.harness import GRAPHQL
 
@@ -144,7 +145,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     demo = DemoSettings(tick_s=3600, sessions=2, models_per_session=2, steps_per_model=3)
-    app = create_app(lambda: demo_backends(demo))
+    app = create_app(lambda: demo_backends(demo), health=HealthSettings(interval_s=0))
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
