@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
 from openrl_inspect.context import Backends, Limits
-from openrl_inspect.errors import BackendError
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
+from openrl_inspect.health import HealthLog, HealthSettings, probe_all, watch
+from openrl_inspect.request_guard import HttpSettings, RequestGuard
 from openrl_inspect.schema.root import build_schema
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -24,57 +24,16 @@ PREFIX = "/api/v1/inspect"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
 
 
-async def _check(name: str, probe: Any, timeout_s: float) -> dict[str, Any]:
-    started = time.perf_counter()
-    try:
-        async with asyncio.timeout(timeout_s):
-            await probe()
-    except (BackendError, TimeoutError) as exc:
-        code = exc.code if isinstance(exc, BackendError) else "BACKEND_TIMEOUT"
-        return {"name": name, "ok": False, "code": code}
-    return {"name": name, "ok": True, "latency_ms": round((time.perf_counter() - started) * 1e3, 2)}
-
-
 async def healthz(request: Request) -> Response:
     return JSONResponse({"ok": True})
-
-
-async def _kubernetes(backends: Backends) -> dict[str, Any]:
-    assert backends.kubernetes is not None
-    try:
-        async with asyncio.timeout(3.0):
-            status = await backends.kubernetes.status()
-    except (BackendError, TimeoutError):
-        return {"name": "kubernetes", "ok": False, "code": "BACKEND_UNAVAILABLE"}
-    kinds = [
-        {
-            "kind": k.kind,
-            "served": k.served,
-            "synced": k.synced,
-            "objects": k.objects,
-            "age_s": None if k.list_age_s is None else round(k.list_age_s, 1),
-            "error": k.last_error,
-        }
-        for k in status.kinds
-    ]
-    return {"name": "kubernetes", "ok": status.ready, "degraded": status.degraded, "kinds": kinds}
 
 
 async def readyz(request: Request) -> Response:
     """Each backend's state. Only Redis decides readiness: without Kubernetes,
     Prometheus or Cloud Logging the API still answers everything else."""
-    backends: Backends = request.app.state.backends
-    redis = await _check("redis", backends.state.ready, 3.0)
-    checks = [redis]
-    if backends.kubernetes is not None:
-        checks.append(await _kubernetes(backends))
-    if backends.prometheus is not None:
-        source = backends.prometheus
-        checks.append(await _check("prometheus", lambda: source.instant("vector(1)"), 6.0))
-    if backends.logs is not None:
-        # Listing entries costs read quota: configured, not probed.
-        checks.append({"name": "cloud_logging", "ok": True, "probed": False})
-    ready = bool(redis["ok"])
+    checks = await probe_all(request.app.state.backends)
+    request.app.state.health.observe(checks)
+    ready = bool(checks[0]["ok"])
     return JSONResponse({"ready": ready, "backends": checks}, status_code=200 if ready else 503)
 
 
@@ -86,16 +45,52 @@ async def root(request: Request) -> Response:
     return RedirectResponse(f"{PREFIX}/graphiql")
 
 
-def create_app(open_backends: BackendsFactory, limits: Limits | None = None) -> Starlette:
+def _middleware(http: HttpSettings) -> list[Middleware]:
+    # Outermost first: CORS headers go on refusals too; the guard sees every request.
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(http.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type", "x-request-id"],
+            expose_headers=["x-request-id", "retry-after"],
+            max_age=600,
+        ),
+        Middleware(RequestGuard, settings=http),
+        Middleware(GZipMiddleware, minimum_size=1024),
+    ]
+
+
+def create_app(
+    open_backends: BackendsFactory,
+    limits: Limits | None = None,
+    http: HttpSettings | None = None,
+    health: HealthSettings | None = None,
+) -> Starlette:
     """An app whose lifespan opens the backends with ``open_backends`` and closes them."""
     limits = limits or Limits()
-    graphql = InspectorGraphQL(build_schema(limits), limits)
+    http = http or HttpSettings()
+    health = health or HealthSettings()
+    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with open_backends() as backends:
             app.state.backends = backends
-            yield
+            app.state.health = HealthLog()
+            stop = asyncio.Event()
+            watcher = None
+            if health.interval_s > 0:
+                probing = watch(backends, app.state.health, health.interval_s, stop)
+                watcher = asyncio.create_task(probing)
+            try:
+                yield
+            finally:
+                # A stop signal, not cancel(): under a test client's anyio cancel scopes a
+                # cancelled sleeping task was seen never to wake.
+                stop.set()
+                if watcher is not None:
+                    await asyncio.wait([watcher], timeout=5.0)
 
     return Starlette(
         routes=[
@@ -106,6 +101,6 @@ def create_app(open_backends: BackendsFactory, limits: Limits | None = None) -> 
             Route(f"{PREFIX}/readyz", readyz),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],
+        middleware=_middleware(http),
         lifespan=lifespan,
     )

@@ -18,6 +18,7 @@ from openrl_inspect import settings
 
 if TYPE_CHECKING:
     from openrl_inspect.backends import BackendSettings
+    from openrl_inspect.context import Limits
 
 
 @dataclass(frozen=True)
@@ -38,22 +39,43 @@ def browsable_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def _listen_flags(p: argparse.ArgumentParser) -> None:
+    """Where to listen, and the request limits most often tuned from the command line."""
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 8080)")
+    p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--max-body-bytes", type=int, help="largest request body (default 1 MiB)")
+    p.add_argument(
+        "--request-deadline", type=float, help="seconds a GraphQL request may run (default 30)"
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        help="an origin browsers may call the API from (repeat; default none)",
+    )
+    p.add_argument(
+        "--no-introspection",
+        dest="introspection",
+        action="store_false",
+        default=None,
+        help="refuse introspection and hide field suggestions",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def listen(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--host", help="listen address (default 127.0.0.1)")
-        p.add_argument("--port", type=int, help="listen port (default 8080)")
-        p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
-
     serve = sub.add_parser("serve", help="serve the API over real backends")
-    listen(serve)
+    _listen_flags(serve)
     serve.add_argument("--redis-url", help="redis:// or rediss:// URL of OpenRL's Redis")
     serve.add_argument(
         "--redis-cluster", action="store_true", default=None, help="the URL is a Redis Cluster"
     )
     serve.add_argument("--redis-timeout", type=float, help="seconds per Redis call (default 2)")
+    serve.add_argument(
+        "--redis-max-connections", type=int, help="Redis connection pool size (default 32)"
+    )
     serve.add_argument(
         "--in-cluster",
         action="store_true",
@@ -66,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--logging-project", help="Google Cloud project whose Cloud Logging to read")
 
     demo = sub.add_parser("demo", help="serve the API over a live simulated cluster")
-    listen(demo)
+    _listen_flags(demo)
     demo.add_argument("--redis-url", help="fill this Redis instead of an in-process fakeredis")
     demo.add_argument("--seed", type=int, help="simulation seed (default 7)")
 
@@ -97,7 +119,12 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
         RedisSettings,
         "OPENRL_INSPECT_REDIS_",
         env,
-        {"url": args.redis_url, "cluster": args.redis_cluster, "timeout_s": args.redis_timeout},
+        {
+            "url": args.redis_url,
+            "cluster": args.redis_cluster,
+            "timeout_s": args.redis_timeout,
+            "max_connections": args.redis_max_connections,
+        },
     )
     kube_flags = {
         "in_cluster": args.in_cluster,
@@ -134,35 +161,60 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from openrl_inspect.context import Limits
 
-    limits = settings.load(Limits, "OPENRL_INSPECT_LIMITS_", env)
+    limits = settings.load(
+        Limits,
+        "OPENRL_INSPECT_LIMITS_",
+        env,
+        {
+            "request_deadline_s": getattr(args, "request_deadline", None),
+            "introspection": getattr(args, "introspection", None),
+        },
+    )
     if args.command == "export-schema":
-        from openrl_inspect.schema.root import build_schema
-
-        sdl = build_schema(limits).as_str() + "\n"
-        if args.path:
-            Path(args.path).write_text(sdl, encoding="utf-8")
-        else:
-            sys.stdout.write(sdl)
-        return 0
-
+        return _export_schema(args, limits)
     if args.command == "track-placements":
         return _track(args, env)
+    return _serve(args, env, limits)
 
+
+def _export_schema(args: argparse.Namespace, limits: Limits) -> int:
+    from openrl_inspect.schema.root import build_schema
+
+    sdl = build_schema(limits).as_str() + "\n"
+    if args.path:
+        Path(args.path).write_text(sdl, encoding="utf-8")
+    else:
+        sys.stdout.write(sdl)
+    return 0
+
+
+def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> int:
+    """``serve`` over the real backends, ``demo`` over the simulated ones."""
     # Imported here so that ``--help`` and a settings error answer at once.
-    import uvicorn
+    from openrl_inspect import jsonlog, server
     from openrl_inspect.app import PREFIX, create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
+    from openrl_inspect.health import HealthSettings
+    from openrl_inspect.request_guard import HttpSettings
 
-    server = settings.load(
+    listen = settings.load(
         ServerSettings,
         "OPENRL_INSPECT_",
         env,
         {"host": args.host, "port": args.port, "log_level": args.log_level},
     )
+    cors = tuple(args.cors_origin) if args.cors_origin else None
+    http = settings.load(
+        HttpSettings,
+        "OPENRL_INSPECT_HTTP_",
+        env,
+        {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
+    )
+    health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
     if args.command == "serve":
         config = backend_settings(args, env)
-        app = create_app(lambda: real_backends(config), limits)
+        app = create_app(lambda: real_backends(config), limits, http, health)
     else:
         demo = settings.load(
             DemoSettings,
@@ -170,11 +222,12 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             env,
             {"redis_url": args.redis_url, "seed": args.seed},
         )
-        app = create_app(lambda: demo_backends(demo), limits)
-    url = browsable_url(server.host, server.port)
+        app = create_app(lambda: demo_backends(demo), limits, http, health)
+    url = browsable_url(listen.host, listen.port)
     print(f"OpenRL Inspector ({args.command}) on {url}{PREFIX}/graphiql", flush=True)
     print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
-    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level)
+    jsonlog.configure(listen.log_level)
+    server.serve(app, listen.host, listen.port, listen.log_level, http)
     return 0
 
 

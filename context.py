@@ -28,6 +28,19 @@ class Limits:
     max_depth: int = 12
     max_aliases: int = 30
     max_tokens: int = 4000
+    # Field selections once fragments are expanded (fragment spreads under many fields).
+    max_fields: int = 2000
+    # Seconds one GraphQL request may run before it is cancelled (DEADLINE_EXCEEDED);
+    # 0 turns the deadline off.
+    request_deadline_s: float = 30.0
+    # A query whose node cost reaches this is expensive: at most max_expensive_requests
+    # of them run at once; another waits up to busy_wait_s, then is answered BUSY.
+    expensive_nodes: int = 10_000
+    max_expensive_requests: int = 2
+    busy_wait_s: float = 2.0
+    # Off: introspection queries are refused and errors carry no "Did you mean" hints
+    # (GraphiQL's schema explorer needs it on).
+    introspection: bool = True
     # An op whose worker has not heartbeat for this long is lost.
     heartbeat_stale_s: float = 30.0
     # An op running longer than this on a live worker is stuck.

@@ -6,12 +6,20 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     InspectorError
     ├── BackendError                 a backend call did not give a usable answer
     │   ├── BackendUnavailable       refused, reset, DNS, closed, auth failure
+    │   ├── BackendBusy              healthy, but every pooled connection stayed in use
     │   ├── BackendTimeout           the call's own timeout ran out
     │   ├── BackendProtocolError     the answer could not be understood
     │   ├── BackendNotConfigured     this inspector was started without that backend
     │   └── SchemaVersionError       the data is newer than this reader understands
     ├── NotFound                     a looked-up id does not exist
-    └── InvalidInput                 a caller's argument was refused before any call
+    ├── InvalidInput                 a caller's argument was refused before any call
+    └── RequestRefused               the request itself was refused before any backend call
+        ├── BadRequest               a body that is not a GraphQL request (HTTP 400)
+        ├── BodyTooLarge             a body past the size limit (HTTP 413)
+        ├── RequestTimeout           a body that arrived too slowly (HTTP 408)
+        ├── QueryTooCostly           a query that could return too many nodes
+        ├── Busy                     every slot for expensive queries stayed taken (HTTP 429)
+        └── DeadlineExceeded         the request ran past its deadline and was cancelled
 
 Messages are safe to show: they name the backend, never a host, key, query or trace.
 The GraphQL layer maps each class to an ``extensions.code``.
@@ -44,6 +52,13 @@ class BackendUnavailable(BackendError):
     code = "BACKEND_UNAVAILABLE"
 
 
+class BackendBusy(BackendError):
+    """The backend answers, but this inspector's connections to it were all in use for
+    longer than the pool's wait: a load problem here, not an outage there."""
+
+    code = "BACKEND_BUSY"
+
+
 class BackendTimeout(BackendError):
     code = "BACKEND_TIMEOUT"
 
@@ -71,3 +86,50 @@ class NotFound(InspectorError):
 
 class InvalidInput(InspectorError):
     code = "BAD_INPUT"
+
+
+class RequestRefused(InspectorError):
+    """The whole request is refused before it reaches a backend.
+
+    ``http_status`` is what a plain HTTP client sees; a refusal raised during GraphQL
+    execution is answered as a GraphQL error with ``code`` (and that status where it
+    differs from 200).
+    """
+
+    code = "REQUEST_REFUSED"
+    http_status = 400
+
+
+class BadRequest(RequestRefused):
+    code = "BAD_REQUEST"
+
+
+class BodyTooLarge(RequestRefused):
+    code = "BODY_TOO_LARGE"
+    http_status = 413
+
+
+class RequestTimeout(RequestRefused):
+    code = "REQUEST_TIMEOUT"
+    http_status = 408
+
+
+class QueryTooCostly(RequestRefused):
+    code = "QUERY_TOO_COSTLY"
+    http_status = 200
+
+
+class Busy(RequestRefused):
+    """Too many expensive queries at once; ``retry_after_s`` is a hint for the client."""
+
+    code = "BUSY"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DeadlineExceeded(RequestRefused):
+    code = "DEADLINE_EXCEEDED"
+    http_status = 200

@@ -1,15 +1,26 @@
-"""The GraphQL endpoint: Strawberry's ASGI app with our context and vendored GraphiQL."""
+"""The GraphQL endpoint: Strawberry's ASGI app with our context and vendored GraphiQL.
+
+Refusals leave as JSON with a code, never as Strawberry's plain-text 400s; a ``BUSY``
+answer is HTTP 429 with ``Retry-After``, for clients that read the status only.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from cross_web import HTTPException
 from openrl_inspect.context import Backends, Context, Limits
+from openrl_inspect.errors import BadRequest, Busy, RequestRefused
+from openrl_inspect.request_body import decode
+from openrl_inspect.request_guard import RECORD, RequestRecord, refused
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -17,15 +28,67 @@ STATIC = Path(__file__).resolve().parent / "static"
 class InspectorGraphQL(GraphQL[Context, None]):
     """Builds a fresh typed ``Context`` (and so fresh DataLoaders) for every request."""
 
-    def __init__(self, schema: Any, limits: Limits) -> None:
+    def __init__(self, schema: Any, limits: Limits, max_json_depth: int = 64) -> None:
         super().__init__(schema, graphql_ide="graphiql", allow_queries_via_get=True)
         self.limits = limits
+        self.max_json_depth = max_json_depth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        response: Response
+        try:
+            response = await self.run(Request(scope=scope, receive=receive))
+        except HTTPException as exc:
+            refusal = BadRequest(exc.reason)
+            refusal.http_status = exc.status_code
+            response = self._refused(scope, refusal)
+        except RequestRefused as exc:
+            response = self._refused(scope, exc)
+        await response(scope, receive, send)
+
+    def _refused(self, scope: Scope, exc: RequestRefused) -> Response:
+        record = scope.get(RECORD)
+        if isinstance(record, RequestRecord):
+            record.codes.append(exc.code)
+        return refused(exc)
+
+    def decode_json(self, data: str | bytes) -> object:
+        # GET's variables and extensions too: strict UTF-8, bounded nesting, no NaN.
+        return decode(data, self.max_json_depth)
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket | None
     ) -> Context:
         backends: Backends = request.app.state.backends
         return Context.build(backends, self.limits)
+
+    async def process_result(
+        self, request: Request | WebSocket, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        record = request.scope.get(RECORD)
+        if isinstance(record, RequestRecord):
+            for error in result.errors or ():
+                code = (error.extensions or {}).get("code")
+                record.codes.append(code if isinstance(code, str) else "GRAPHQL_ERROR")
+        return await super().process_result(request, result)  # type: ignore[arg-type]  # Strawberry's ASGI view types its request as Starlette's
+
+    def create_response(
+        self,
+        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+        sub_response: Response,
+    ) -> Response:
+        response = super().create_response(response_data, sub_response)
+        if isinstance(response_data, dict):
+            errors: list[dict[str, Any]] = list(response_data.get("errors") or ())  # type: ignore[arg-type]  # GraphQLFormattedError is a TypedDict
+            for error in errors:
+                extensions = error.get("extensions") or {}
+                if extensions.get("code") == Busy.code:
+                    response.status_code = Busy.http_status
+                    retry = extensions.get("retryAfterSeconds", 1)
+                    response.headers["retry-after"] = str(retry)
+        return response
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         # Strawberry's own page loads GraphiQL from a CDN; serve the vendored copy.

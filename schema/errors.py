@@ -3,8 +3,9 @@
 Expected failures (``InspectorError``) keep their safe message and gain
 ``extensions.code`` (and ``extensions.backend`` for backend errors); the field they
 happened in goes null and the rest of the answer stands. GraphQL's own errors
-(validation, bad variables) pass through. Anything else is masked: a fixed message and
-code INTERNAL, no trace, key or host name; the original is logged server-side.
+(validation, bad variables) pass through with code ``GRAPHQL_VALIDATION_FAILED``.
+Anything else is masked: a fixed message and code INTERNAL, no trace, key or host
+name; the original is logged server-side.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from openrl_inspect.errors import BackendError, InspectorError
+from openrl_inspect.errors import BackendError, Busy, InspectorError
 from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("openrl_inspect.errors")
@@ -22,16 +23,26 @@ log = logging.getLogger("openrl_inspect.errors")
 
 def coded(error: GraphQLError) -> GraphQLError:
     original = error.original_error
-    if original is None:
-        return error  # validation and parse errors: about the query, safe to show
+    if original is None or isinstance(original, GraphQLError):
+        # Parse, validation and variable errors: about the query, safe to show; coded so
+        # a client can tell them from a failure (errors at a path keep graphql-core's form).
+        if error.path is not None or (error.extensions or {}).get("code"):
+            return error
+        return GraphQLError(
+            error.message,
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            extensions={**(error.extensions or {}), "code": "GRAPHQL_VALIDATION_FAILED"},
+        )
     extensions: dict[str, Any]
     if isinstance(original, InspectorError):
         message = original.message
         extensions = {"code": original.code}
         if isinstance(original, BackendError):
             extensions["backend"] = original.backend
-    elif isinstance(original, GraphQLError):
-        return error
+        if isinstance(original, Busy):
+            extensions["retryAfterSeconds"] = original.retry_after_s
     else:
         log.error("unexpected error at %s", error.path, exc_info=original)
         message = "Internal error."

@@ -8,12 +8,14 @@ around each round trip. redis-py exceptions are translated here into the hierarc
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from openrl_inspect import lazy
 from openrl_inspect.errors import (
+    BackendBusy,
     BackendError,
     BackendProtocolError,
     BackendTimeout,
@@ -41,7 +43,10 @@ class RedisSettings:
     cluster: bool = False
     timeout_s: float = 2.0
     connect_timeout_s: float = 1.0
+    # Connections in the pool; a call waits up to pool_timeout_s for a free one and is
+    # then answered BACKEND_BUSY (Redis is fine; this inspector is saturated).
     max_connections: int = 32
+    pool_timeout_s: float = 1.0
 
 
 class Pipe(Protocol):
@@ -57,8 +62,42 @@ class RoundTrips:
         self.count = 0
 
 
+class PoolExhausted(Exception):
+    """Every pooled connection stayed in use for the pool's whole wait."""
+
+
+@functools.cache
+def _waiting_pool() -> Any:
+    """redis-py's blocking pool, telling a full pool apart from an unreachable Redis.
+
+    Both raise redis-py's ``ConnectionError``; only the wait for a free connection ends in
+    a timeout, which this pool raises as ``PoolExhausted`` (still a ``ConnectionError``
+    for redis-py). Built on first use: redis-py loads when a client opens.
+    """
+    import redis.asyncio
+    import redis.exceptions
+
+    class Exhausted(redis.exceptions.ConnectionError, PoolExhausted):
+        pass
+
+    class WaitingPool(redis.asyncio.BlockingConnectionPool):
+        async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+            except redis.exceptions.ConnectionError as exc:
+                if isinstance(exc.__cause__, asyncio.TimeoutError | TimeoutError):
+                    raise Exhausted("no connection available") from exc
+                raise
+
+    return WaitingPool
+
+
 def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
-    """Build (not yet connect) an asyncio client for ``settings``."""
+    """Build (not yet connect) an asyncio client for ``settings``.
+
+    Standalone clients wait for a pooled connection (a ``WaitingPool``); a Cluster client's
+    per-node pools do not wait, and a full one is reported busy all the same.
+    """
     from redis.asyncio.cluster import RedisCluster
     from redis.backoff import ExponentialBackoff
     from redis.retry import Retry
@@ -75,13 +114,24 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
         return RedisCluster.from_url(
             settings.url, max_connections=settings.max_connections, **common
         )
-    return aioredis.Redis.from_url(settings.url, max_connections=settings.max_connections, **common)
+    # With a pool given, redis-py takes the retry policy from the pool's connections.
+    pool = _waiting_pool().from_url(
+        settings.url,
+        max_connections=settings.max_connections,
+        timeout=settings.pool_timeout_s,
+        **common,
+    )
+    return aioredis.Redis.from_pool(pool)
 
 
 def translate(exc: BaseException) -> BackendError:
     """Map a redis-py (or asyncio) exception to our hierarchy; the message is safe to show."""
     if isinstance(exc, BackendError):
         return exc
+    if isinstance(exc, PoolExhausted | rexc.MaxConnectionsError):
+        return BackendBusy(
+            BACKEND, "Redis answers, but all of the inspector's connections are busy"
+        )
     if isinstance(exc, rexc.TimeoutError | asyncio.TimeoutError | TimeoutError):
         return BackendTimeout(BACKEND, "Redis did not answer in time")
     if isinstance(exc, rexc.AuthenticationError | rexc.AuthorizationError):

@@ -12,6 +12,7 @@ import httpx
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.context import Backends, Limits
+from openrl_inspect.health import HealthSettings
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation
 
@@ -47,7 +48,8 @@ async def app_client(
     async def backends() -> AsyncIterator[Backends]:
         yield Backends(state=store, **others)
 
-    app = create_app(backends, limits)
+    # No background probes: tests count the backend calls their queries make.
+    app = create_app(backends, limits, health=HealthSettings(interval_s=0))
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),

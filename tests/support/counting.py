@@ -1,0 +1,33 @@
+"""A state store that counts every backend call, to prove a refusal made none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openrl_inspect.adapters.redis import RedisStateStore
+
+CALLS = ("pages", "sessions", "models", "steps", "ops", "op_models", "workers", "placements")
+
+
+class CountingStore:
+    """Wraps a ``RedisStateStore``; ``calls`` counts the reads made through it."""
+
+    def __init__(self, store: RedisStateStore, delay_s: float = 0.0) -> None:
+        self._store = store
+        self.calls = 0
+        self.delay_s = delay_s
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._store, name)
+        if name not in CALLS:
+            return target
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.delay_s:
+                import asyncio
+
+                await asyncio.sleep(self.delay_s)
+            return await target(*args, **kwargs)
+
+        return counted
