@@ -36,6 +36,10 @@ class RecorderSettings:
     recorder_id: str = ""
     # Sync recorder: flush (within ``close_timeout_s``) when the interpreter exits.
     flush_at_exit: bool = True
+    # Who flushes: "process" (a flusher process fed through shared memory: nothing of
+    # the flush runs in the caller's process), "thread" (a thread in it), or "auto":
+    # the process where it works (x86-64 POSIX, a plain redis-py client), else a thread.
+    flusher: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class RecorderStats:
     dropped_by_kind: Mapping[str, int]
     connected: bool | None  # None before the first attempt
     last_error: str | None  # the exception class of the last failed attempt
+    # Process mode: times the flusher process died and was started again.
+    flusher_crashes: int = 0
 
     def counters(self) -> dict[str, int]:
         return {

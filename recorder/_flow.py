@@ -47,6 +47,13 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, rexc.ResponseError) and str(exc).startswith(_TRANSIENT_PREFIXES)
 
 
+def _count_written(by_kind: dict[str, int], p: Pending, rejected: set[int]) -> None:
+    skip = p.invalid | rejected
+    for i, (kind, _) in enumerate(p.records):
+        if i not in skip:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+
+
 class Pending:
     """A batch taken from the buffer: written (or dropped) as a whole, retried as is."""
 
@@ -246,6 +253,8 @@ class Flow:
             if p.abandoned:
                 return
             buf.written += p.valid - len(rejected)
+            if buf.written_by_kind is not None:
+                _count_written(buf.written_by_kind, p, rejected)
             buf.settled += len(p.records)
             buf.batches += 1
             for i in p.invalid:
