@@ -23,7 +23,15 @@ from openrl_inspect.recorder._writes import WRITES
 Outcome = Literal["ok", "again", "failed"]
 
 # Redis answers that mean "try again later", not "this command is wrong".
-_TRANSIENT_PREFIXES = ("LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "OOM")
+_TRANSIENT_PREFIXES = (
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "OOM",
+    "READONLY",
+)
 _TRANSIENT = (
     rexc.ConnectionError,
     rexc.TimeoutError,
