@@ -87,7 +87,7 @@ class ClientRecorder(RecorderBase, Generic[C]):
         timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
         door = self._door
         if isinstance(door, Outbox):
-            return door.count, door.ring.load().written, time.monotonic() + timeout
+            return door.count, door.counters().written, time.monotonic() + timeout
         buf = self._buffer
         with buf.lock:
             target = buf.taken + len(buf.queue)
@@ -96,7 +96,7 @@ class ClientRecorder(RecorderBase, Generic[C]):
 
     def _written_since(self, before: int) -> int:
         if isinstance(self._door, Outbox):
-            return self._door.ring.load().written - before
+            return self._door.counters().written - before
         with self._buffer.lock:
             return self._buffer.written - before
 

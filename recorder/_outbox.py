@@ -62,6 +62,7 @@ class Outbox:
         self.check: Callable[[], None] = _nothing  # is the flusher process alive?
         self._checked_at = time.monotonic()
         self.crashes = 0  # flusher processes that died (set by whoever watches them)
+        self._disowned = False
         self._head = 0  # absolute byte position of the next frame
         self._off = 0  # its offset in the ring
         self._count = 0  # records put into the ring, ever
@@ -169,6 +170,17 @@ class Outbox:
             self.closed = True
             self._lim_count = -1
 
+    def disown(self) -> None:
+        """In a process forked from the recorder's: refuse every record (``closed``) and
+        report no counters of the ring, which belongs to the recorder's process."""
+        self.lock = threading.Lock()  # the fork may have copied it held
+        self.closed = True
+        self._lim_count = -1
+        self._door = {}
+        self._count = 0
+        self._words = memoryview(bytearray(1024)).cast("q")
+        self._disowned = True
+
     @property
     def count(self) -> int:
         """Records put into the ring, ever."""
@@ -180,17 +192,21 @@ class Outbox:
         with self.lock:
             return self._head
 
+    def counters(self) -> Counters:
+        """What the flusher process reports (nothing, in a forked process)."""
+        return Counters() if self._disowned else self.ring.load()
+
     @property
     def pending(self) -> int:
         with self.lock:
-            return self._count - self.ring.load().settled
+            return self._count - self.counters().settled
 
     def stats(self, recorder_id: str) -> RecorderStats:
         self.check()
         with self.lock:
             count = self._count
             door = dict(self._door)
-        c = self.ring.load()
+        c = self.counters()
         return _stats(recorder_id, count, door, c, self.crashes)
 
 

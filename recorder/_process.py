@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from openrl_inspect.recorder._buffer import log
@@ -88,6 +89,10 @@ class ProcessFlusher:
         self._quick_crashes = 0
         self._started_at = 0.0
         self._closing = False
+        # A process forked from the recorder's shares the ring but not the flusher: it
+        # must neither write into the ring (its outbox is closed) nor stop the flusher.
+        self._owner = os.getpid()
+        _OWNED.add(outbox)
         outbox.wake = self.wake
         outbox.check = self.check
         self._spawn()
@@ -124,6 +129,8 @@ class ProcessFlusher:
         self._started_at = time.monotonic()
 
     def _send(self, msg: bytes) -> None:
+        if os.getpid() != self._owner:
+            return
         with contextlib.suppress(BlockingIOError, BrokenPipeError, OSError):
             os.write(self._wfd, msg)  # a full pipe already holds a wake-up
 
@@ -146,7 +153,9 @@ class ProcessFlusher:
         """Notice a flusher process that died; count its records in flight; start another."""
         with self._lock:
             proc = self._proc
-            if proc is None or self._closing or proc.poll() is None:
+            if proc is None or self._closing or os.getpid() != self._owner:
+                return
+            if proc.poll() is None:
                 return
             self.crashes += 1
             self.outbox.crashes = self.crashes
@@ -219,6 +228,8 @@ class ProcessFlusher:
     def close(self, deadline: float) -> None:
         """Have the flusher process write what is pending until ``deadline``, then end it;
         what it has not written by then is counted as dropped (``shutdown``)."""
+        if os.getpid() != self._owner:
+            return
         with self._lock:
             self._closing = True
             proc = self._proc
@@ -235,6 +246,18 @@ class ProcessFlusher:
             os.close(self._wfd)
             self._proc = None
         self._settle_unsettled("shutdown", ring_too=True)
+
+
+_OWNED: weakref.WeakSet[Outbox] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for outbox in list(_OWNED):
+        outbox.disown()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _add(c: Counters, reason: str, kind: str, n: int) -> None:
