@@ -101,6 +101,8 @@ def settings(url: str, **kw: Any) -> RecorderSettings:
 
 def hot_path(url: str, rounds: int, calls: int) -> list[str]:
     rec = Recorder.from_settings(settings(url, capacity=1_000_000), KEEP)
+    rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
+    rec.flush(30)
     payload = {"loss": 0.71, "tokens": 65536}
     kinds: dict[str, Callable[[int], None]] = {
         "op_started": lambda i: rec.op_started("model-1", "op-1", "trainer-0"),
@@ -179,6 +181,8 @@ def throughput(url: str, rounds: int, units: int) -> list[str]:
                 settings=settings(url, capacity=10_000_000, batch_size=1024),
                 start=False,
             )
+            rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
+            assert rec.flush(30) == 1
             if kind == "mix":
                 n = fill_mix(rec, units, r * units)
             elif kind == "sampler":
@@ -240,6 +244,7 @@ async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) 
     off: list[float] = []
     on: list[float] = []
     await sampler_round(rec, batches // 4, work, gpu_s)  # warm-up
+    await rec.flush(30)
     n = max(1, batches // BLOCKS)
     for _ in range(rounds):
         elapsed = {False: 0.0, True: 0.0}
@@ -294,6 +299,7 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
     off: list[float] = []
     on: list[float] = []
     trainer_round(rec, steps // 4, work, gpu_s, 10_000_000)  # warm-up
+    rec.flush(30)
     n = max(1, steps // BLOCKS)
     for r in range(rounds):
         times: dict[bool, list[float]] = {False: [], True: []}

@@ -148,6 +148,7 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     rec = Recorder.from_settings(settings, worker=worker)
     watch(rec)
     trainer_round(rec, 10, work, 10_000_000, sync)  # warm-up
+    rec.flush(30)  # a flusher process is up before the first round
     change: list[float] = []
     stretch: list[float] = []
     cpu_per_rec: list[float] = []
@@ -204,6 +205,7 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
     )
     watch(rec)
     await sampler_round(rec, 20, work)  # warm-up
+    await rec.flush(30)
     change: list[float] = []
     late: list[float] = []
     cpu_per_rec: list[float] = []

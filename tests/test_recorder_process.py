@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from typing import Any
 
 import fakeredis
@@ -214,3 +215,44 @@ def test_the_mode_follows_the_settings_and_the_client(redis_server: Any) -> None
     auto = Recorder.from_settings(settings(redis_server.url, flusher="auto"))
     assert auto._process is not None
     auto.close(1)
+
+
+def test_a_forked_process_neither_writes_into_the_ring_nor_stops_the_flusher(
+    redis_server: Any,
+) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    models = ["pm-f"]
+    record_pairs(rec, 0, 100, models)
+    with warnings.catch_warnings():  # 3.12 warns about fork() with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the forked process: its records are refused and counted, close is a no-op
+        code = 1
+        try:
+            record_pairs(rec, 1_000, 50, models)
+            st = rec.close(1)
+            ok = st.recorded == st.dropped == 100 and set(st.dropped_by_reason) == {"closed"}
+            code = 0 if ok else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    record_pairs(rec, 100, 100, models)
+    assert rec.flush(30) == 400
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (400, 400, 0, 0)
+    assert present(redis_server.url, models, 200) == 400
+
+
+def test_values_orjson_refuses_are_written_as_the_thread_mode_writes_them(
+    redis_server: Any,
+) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec.op_finished("pm-v", "op-v", metrics={"tags": {"a"}, "big": 2**70, "nan": float("nan")})
+    assert rec.flush(30) == 1
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped) == (1, 1, 0)
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    metrics = client.hget(keys.op("pm-v", "op-v"), "metrics")
+    client.close()
+    assert metrics is not None and str(2**70) in metrics and "{'a'}" in metrics
