@@ -121,7 +121,7 @@ class Child:
         for frame in frames:
             kind, args = frame if frame is not None else ("unknown", None)
             k = KIND_INDEX.get(kind, -1) if args is not None else KIND_INDEX["unknown"]
-            if not kind:  # set_status fields, not a record
+            if not kind and isinstance(args, dict):  # set_status fields, not a record
                 with self.buffer.lock:
                     self.status.state.fields = {**self.status.state.fields, **args}
                 continue
