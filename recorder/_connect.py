@@ -82,17 +82,25 @@ def client_spec(client: Any) -> ClientSpec | None:
         return None
     try:
         pickle.dumps(spec)
+        # what the flusher process will build, built here without connecting
+        kind, (cls, kwargs) = spec
+        connection = cls if kind == "redis" else redis.connection.Connection
+        connection(**kwargs).disconnect()
     except Exception:
         return None
     return spec
 
 
 def _portable(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: v
-        for k, v in kwargs.items()
-        if v is not None and (k in _PORTABLE or k.startswith("ssl_"))
-    }
+    """Plain values only (an asyncio client keeps sentinels and handlers here too)."""
+    out: dict[str, Any] = {}
+    for k, v in kwargs.items():
+        if not (k in _PORTABLE or k.startswith("ssl_")):
+            continue
+        plain = isinstance(v, str | int | float | bytes) and not isinstance(v, type)
+        if plain or (k == "socket_keepalive_options" and isinstance(v, dict)):
+            out[k] = v
+    return out
 
 
 def build_client(spec: ClientSpec, s: RecorderSettings) -> redis.Redis | redis.RedisCluster:

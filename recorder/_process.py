@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from openrl_inspect.recorder._buffer import log
 from openrl_inspect.recorder._config import RecorderSettings, Retention, WorkerInfo
@@ -89,6 +90,7 @@ class ProcessFlusher:
         self._quick_crashes = 0
         self._started_at = 0.0
         self._closing = False
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         # A process forked from the recorder's shares the ring but not the flusher: it
         # must neither write into the ring (its outbox is closed) nor stop the flusher.
         self._owner = os.getpid()
@@ -127,6 +129,23 @@ class ProcessFlusher:
             os.close(rfd)
         self._proc, self._wfd = proc, wfd
         self._started_at = time.monotonic()
+        _reap()
+        _CHILDREN.add(proc)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        # A recorder dropped without close(): its flusher process writes what it holds
+        # and ends, as it would when this process ends.
+        close_msg = b"c%r\n" % self.settings.close_timeout_s
+        self._finalizer = weakref.finalize(self, _abandoned, wfd, close_msg)
+
+    def _forget(self, proc: subprocess.Popen[bytes]) -> None:
+        """A flusher process that ended: no more messages to it."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        os.close(self._wfd)
+        self._proc = None
+        _CHILDREN.discard(proc)
 
     def _send(self, msg: bytes) -> None:
         if os.getpid() != self._owner:
@@ -161,8 +180,7 @@ class ProcessFlusher:
             self.outbox.crashes = self.crashes
             quick = time.monotonic() - self._started_at < 60
             self._quick_crashes = self._quick_crashes + 1 if quick else 1
-            os.close(self._wfd)
-            self._proc = None
+            self._forget(proc)
             lost = self._settle_unsettled("lost")
             log.error(
                 "recorder: the flusher process ended (exit code %s); %d record(s) in flight lost",
@@ -243,12 +261,25 @@ class ProcessFlusher:
                 log.warning("recorder: the flusher process missed the close deadline; killed")
                 proc.kill()
                 proc.wait()
-            os.close(self._wfd)
-            self._proc = None
+            self._forget(proc)
         self._settle_unsettled("shutdown", ring_too=True)
 
 
 _OWNED: weakref.WeakSet[Outbox] = weakref.WeakSet()
+# Flusher processes not reaped yet: a Popen collected while its process runs warns.
+_CHILDREN: set[subprocess.Popen[bytes]] = set()
+
+
+def _reap() -> None:
+    for proc in list(_CHILDREN):
+        if proc.poll() is not None:
+            _CHILDREN.discard(proc)
+
+
+def _abandoned(wfd: int, close_msg: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.write(wfd, close_msg)
+        os.close(wfd)
 
 
 def _after_fork() -> None:
