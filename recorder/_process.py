@@ -17,6 +17,7 @@ idempotent and record ids follow record numbers).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import pickle
@@ -274,6 +275,16 @@ def _reap() -> None:
     for proc in list(_CHILDREN):
         if proc.poll() is not None:
             _CHILDREN.discard(proc)
+
+
+@atexit.register
+def _outlive() -> None:
+    """Flusher processes of recorders never closed outlive this process by design (they
+    see end of file and write what they hold): not a leaked subprocess to warn about."""
+    for proc in list(_CHILDREN):
+        if proc.poll() is None:
+            proc._child_created = False  # type: ignore[attr-defined]  # Popen.__del__: no warning
+    _CHILDREN.clear()
 
 
 def _abandoned(wfd: int, close_msg: bytes) -> None:
