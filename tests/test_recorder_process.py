@@ -71,6 +71,13 @@ def present(url: str, models: list[str], n: int) -> int:
         client.close()
 
 
+def flushed(rec: Recorder) -> int:
+    """Records written so far, once a flush returns (``flush()`` itself counts only what
+    it saw written after it was called; the background flusher may have been first)."""
+    rec.flush(30)
+    return rec.stats().written
+
+
 def flusher_of(rec: Recorder | AsyncRecorder) -> ProcessFlusher:
     process = rec._process
     assert process is not None, "expected the process mode"
@@ -84,7 +91,7 @@ def test_every_record_is_written_and_counted_exactly(redis_server: Any) -> None:
     flusher_of(rec)
     models = ["pm-a", "pm-b"]
     record_pairs(rec, 0, 5_000, models)
-    assert rec.flush(30) == 10_000
+    assert flushed(rec) == 10_000
     st = rec.stats()
     assert (st.recorded, st.written, st.dropped, st.pending) == (10_000, 10_000, 0, 0)
     assert present(redis_server.url, models, 5_000) == 10_000
@@ -116,7 +123,7 @@ def test_redis_stopped_and_restarted_loses_nothing() -> None:
         rec = Recorder.from_settings(settings(server.url), KEEP_ALL)
         models = ["pm-x", "pm-y"]
         record_pairs(rec, 0, 500, models)
-        assert rec.flush(30) == 1_000
+        assert flushed(rec) == 1_000
         server.stop()
         record_pairs(rec, 500, 2_000, models)  # recorded while Redis is away
         deadline = time.monotonic() + 10
@@ -124,7 +131,7 @@ def test_redis_stopped_and_restarted_loses_nothing() -> None:
             time.sleep(0.01)
         assert rec.stats().connected is False
         server.start()
-        assert rec.flush(30) == 4_000
+        assert flushed(rec) == 5_000
         st = rec.close(10)
         assert (st.recorded, st.written, st.dropped, st.pending) == (5_000, 5_000, 0, 0)
         assert st.failed_attempts > 0
@@ -153,7 +160,7 @@ def test_a_flusher_process_that_dies_is_counted_and_replaced(redis_server: Any) 
     rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
     models = ["pm-k"]
     record_pairs(rec, 0, 500, models)
-    assert rec.flush(30) == 1_000
+    assert flushed(rec) == 1_000
     process = flusher_of(rec)
     proc = process._proc
     assert proc is not None
@@ -178,7 +185,8 @@ async def test_async_recorder_with_an_asyncio_client_flushes_from_a_process(
     rec = AsyncRecorder(client, KEEP_ALL, settings=settings(redis_server.url))
     flusher_of(rec)
     record_pairs(rec, 0, 1_000, ["pm-as"])
-    assert await rec.flush(30) == 2_000
+    await rec.flush(30)
+    assert rec.stats().written == 2_000
     st = await rec.close(10)
     assert (st.recorded, st.written, st.dropped, st.pending) == (2_000, 2_000, 0, 0)
     await client.aclose()
@@ -238,7 +246,7 @@ def test_a_forked_process_neither_writes_into_the_ring_nor_stops_the_flusher(
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     record_pairs(rec, 100, 100, models)
-    assert rec.flush(30) == 400
+    assert flushed(rec) == 400
     st = rec.close(10)
     assert (st.recorded, st.written, st.dropped, st.pending) == (400, 400, 0, 0)
     assert present(redis_server.url, models, 200) == 400
@@ -249,10 +257,22 @@ def test_values_orjson_refuses_are_written_as_the_thread_mode_writes_them(
 ) -> None:
     rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
     rec.op_finished("pm-v", "op-v", metrics={"tags": {"a"}, "big": 2**70, "nan": float("nan")})
-    assert rec.flush(30) == 1
+    assert flushed(rec) == 1
     st = rec.close(10)
     assert (st.recorded, st.written, st.dropped) == (1, 1, 0)
     client = redis.Redis.from_url(redis_server.url, decode_responses=True)
     metrics = client.hget(keys.op("pm-v", "op-v"), "metrics")
     client.close()
     assert metrics is not None and str(2**70) in metrics and "{'a'}" in metrics
+
+
+def test_the_ring_wraps_around_and_loses_nothing(redis_server: Any) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url, capacity=2_000), KEEP_ALL)
+    assert flusher_of(rec).ring.size == 1 << 20  # the smallest ring: 1 MiB
+    models = ["pm-w"]
+    for chunk in range(40):  # ≈ 4.5 MB of records: the ring wraps four times
+        record_pairs(rec, chunk * 500, 500, models)
+        assert flushed(rec) == (chunk + 1) * 1_000
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (40_000, 40_000, 0, 0)
+    assert present(redis_server.url, models, 20_000) == 40_000
