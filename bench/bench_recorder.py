@@ -9,12 +9,13 @@ Starts its own redis-server on a free loopback port. In one run:
 3. a sampler loop (asyncio, ``AsyncRecorder``): batches per second;
 4. a trainer step loop (a thread, ``Recorder``): step time.
 
-3 and 4 alternate rounds with the recorder off (no record calls at all) and on
-(A B A B ...); the change is the median of the per-pair ratios on/off, with its spread
-over the rounds as [min - max] (a gate holds only when the whole spread is within it).
+3 and 4 alternate the recorder off (no record calls at all) and on: each round is 6
+blocks a side in ABBA order, pooled per side; the change is the median over the rounds
+of the per-round ratio on/off, with its spread over the rounds as [min - max] (a gate
+holds only when the whole spread is within it).
 Other figures print as median [q1 - q3] (n rounds). At least 7 rounds.
 
-    .venv/bin/python bench/bench_recorder.py [--rounds 9] [--quick]
+    .venv/bin/python bench/bench_recorder.py [--rounds 9] [--quick] [--flusher thread]
 """
 
 from __future__ import annotations
@@ -85,8 +86,14 @@ def calibrate(target_s: float) -> int:
         n *= 2
 
 
+FLUSHER = "auto"  # --flusher
+# Each round of 3. and 4. alternates this many blocks off and on (ABBA...), pooled per
+# side: load that comes and goes over seconds on a shared machine hits both alike.
+BLOCKS = 6
+
+
 def settings(url: str, **kw: Any) -> RecorderSettings:
-    return RecorderSettings(url=url, flush_at_exit=False, **kw)
+    return RecorderSettings(url=url, flush_at_exit=False, flusher=FLUSHER, **kw)
 
 
 # -- 1. hot path -----------------------------------------------------------------------------
@@ -94,6 +101,8 @@ def settings(url: str, **kw: Any) -> RecorderSettings:
 
 def hot_path(url: str, rounds: int, calls: int) -> list[str]:
     rec = Recorder.from_settings(settings(url, capacity=1_000_000), KEEP)
+    rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
+    rec.flush(30)
     payload = {"loss": 0.71, "tokens": 65536}
     kinds: dict[str, Callable[[int], None]] = {
         "op_started": lambda i: rec.op_started("model-1", "op-1", "trainer-0"),
@@ -172,6 +181,8 @@ def throughput(url: str, rounds: int, units: int) -> list[str]:
                 settings=settings(url, capacity=10_000_000, batch_size=1024),
                 start=False,
             )
+            rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
+            assert rec.flush(30) == 1
             if kind == "mix":
                 n = fill_mix(rec, units, r * units)
             elif kind == "sampler":
@@ -233,9 +244,15 @@ async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) 
     off: list[float] = []
     on: list[float] = []
     await sampler_round(rec, batches // 4, work, gpu_s)  # warm-up
+    await rec.flush(30)
+    n = max(1, batches // BLOCKS)
     for _ in range(rounds):
-        off.append(await sampler_round(None, batches, work, gpu_s))
-        on.append(await sampler_round(rec, batches, work, gpu_s))
+        elapsed = {False: 0.0, True: 0.0}
+        for b in range(BLOCKS):
+            for side in (False, True) if b % 2 == 0 else (True, False):
+                elapsed[side] += n / await sampler_round(rec if side else None, n, work, gpu_s)
+        off.append(BLOCKS * n / elapsed[False])
+        on.append(BLOCKS * n / elapsed[True])
     st = await rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
@@ -282,9 +299,16 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
     off: list[float] = []
     on: list[float] = []
     trainer_round(rec, steps // 4, work, gpu_s, 10_000_000)  # warm-up
+    rec.flush(30)
+    n = max(1, steps // BLOCKS)
     for r in range(rounds):
-        off.append(statistics.median(trainer_round(None, steps, work, gpu_s, 0)) * 1000)
-        on.append(statistics.median(trainer_round(rec, steps, work, gpu_s, r * steps)) * 1000)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for b in range(BLOCKS):
+            for side in (False, True) if b % 2 == 0 else (True, False):
+                base = (r * BLOCKS + b) * n
+                times[side] += trainer_round(rec if side else None, n, work, gpu_s, base)
+        off.append(statistics.median(times[False]) * 1000)
+        on.append(statistics.median(times[True]) * 1000)
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
@@ -299,6 +323,8 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
 
 
 def main(args: argparse.Namespace) -> None:
+    global FLUSHER
+    FLUSHER = args.flusher
     server = RedisServer().start()
     try:
         url = server.url
@@ -321,7 +347,10 @@ def main(args: argparse.Namespace) -> None:
         )
     finally:
         server.cleanup()
-    print(f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''})")
+    print(
+        f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''}, "
+        f"flusher={args.flusher})"
+    )
     print(
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n"
@@ -333,6 +362,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
+    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="auto")
     ns = parser.parse_args()
     if ns.rounds < 7 and not ns.quick:
         parser.error("--rounds: at least 7 alternating rounds for the gates")

@@ -1,22 +1,29 @@
 """The writing side: telemetry that OpenRL's API server, trainers and samplers record.
 
 **Hot path.** A record method (``op_started``, ``sampler_batch``, ...) builds one tuple
-and appends it to a bounded ``collections.deque``: no lock (``deque.append`` is atomic in
-CPython), no I/O, no formatting, and it never raises into the caller. The time is taken
-as a float (``time.time()``) unless the caller passes ``at``.
+and puts it into a bounded buffer: never blocking, never raising into the caller, no
+I/O. The time is taken as a float (``time.time()``) unless the caller passes ``at``.
 
-**Flusher.** A background flusher takes records from the buffer in batches of
-``batch_size``, turns each batch into few commands (``_batch.Batch`` combines the writes
-of a batch per key) and sends them as one pipeline. It runs when ``batch_size`` records
-are waiting (size trigger) or every ``flush_interval_s`` (time trigger). ``Recorder``
-flushes from a daemon thread with its own blocking client, ``AsyncRecorder`` from an
-asyncio task; both share the record methods and the accounting of ``RecorderBase``.
+**Flusher.** ``RecorderSettings.flusher`` picks who writes: ``"thread"`` (the default),
+``"process"`` or ``"auto"`` (the process where it works: x86-64 POSIX with a plain
+redis-py client). ``"process"``: the record is
+encoded into compact bytes (one ``orjson.dumps``) in a ring shared with a flusher
+process (``_outbox``, ``_ring``, ``_process``, ``_child``), which does everything below,
+so the flush shares neither the caller's GIL nor its event loop. ``"thread"``: the
+record is appended to a ``collections.deque`` and a daemon thread flushes (``Recorder``,
+``AsyncRecorder.from_settings``), or for an ``AsyncRecorder`` given an asyncio client
+that cannot cross to a process, a task on the running loop. Either way the flusher
+takes records in batches of ``batch_size``, turns each batch into few commands
+(``_batch.Batch`` combines the writes of a batch per key) and sends them as one
+pipeline, when ``batch_size`` records are waiting (size trigger) or every
+``flush_interval_s`` (time trigger).
 
 **Parts** (private modules, composed, not inherited): ``_buffer`` (the bounded buffer,
 drop policy, exact counters), ``_writes`` (the table of kind -> key writes) over
 ``_batch`` (write combining), ``_flow`` (taking, compiling and settling batches),
 ``_status`` (counters and heartbeat), ``_calls`` (the record methods), ``_wire`` (one
-pipeline on the wire), and the flushers ``_threaded`` and ``_asyncio``.
+pipeline on the wire), ``_connect`` (clients), the flushers ``_threaded`` and
+``_asyncio``, and the process mode's ``_outbox``, ``_ring``, ``_process``, ``_child``.
 An explicit ``flush(timeout_s)`` writes everything recorded before the call (within the
 deadline) and returns how many records it saw written; ``close(timeout_s)`` stops the
 flusher and writes what is left within its deadline.
@@ -40,7 +47,8 @@ find which records were rejected, and those are counted as dropped (``rejected``
   as are records made after ``close`` (``closed``); a call whose arguments cannot even
   be captured (``dict(payload)`` of a non-mapping...) is dropped at once (``malformed``),
   a record a write function cannot encode later (``invalid``), a record whose command
-  Redis rejects too (``rejected``).
+  Redis rejects too (``rejected``), and records in flight in a flusher process that
+  died (``lost``; another is started, ``RecorderStats.flusher_crashes`` counts them).
 
 Nothing is lost silently: ``stats()`` counts, exactly, records ``recorded``, ``written``
 (their pipeline succeeded; a record retried is counted once, when it succeeds),

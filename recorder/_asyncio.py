@@ -16,8 +16,9 @@ from types import TracebackType
 import redis.asyncio as aioredis
 from openrl_inspect.recorder import _wire as wire
 from openrl_inspect.recorder._buffer import log
-from openrl_inspect.recorder._client import ClientRecorder, sync_client
+from openrl_inspect.recorder._client import ClientRecorder
 from openrl_inspect.recorder._config import RecorderStats
+from openrl_inspect.recorder._connect import sync_client
 from openrl_inspect.recorder._flow import Outcome, Pending
 from openrl_inspect.recorder._threaded import ThreadFlusher
 
@@ -37,6 +38,8 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
     ) -> None:
         self._client = client
         self._threaded: ThreadFlusher | None = None
+        if self._process is not None:
+            return
         if client is None:
             own = sync_client(self.settings)
             self._threaded = ThreadFlusher(
@@ -68,6 +71,10 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
 
     def start(self) -> None:
         """Start the flusher (idempotent); a task needs a running loop."""
+        if self._process is not None:
+            if not self._door.closed:
+                self._process.start()
+            return
         if self._threaded is not None:
             if not self._buffer.closed:
                 self._threaded.start()
@@ -95,7 +102,9 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         For a sync point: a sampler that calls it just before awaiting its GPU gets the
         flush done (by the flusher thread) while it waits.
         """
-        if self._threaded is not None:
+        if self._process is not None:
+            self._process.wake()
+        elif self._threaded is not None:
             self._threaded.wake()
         else:
             self._wake()
@@ -188,6 +197,9 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         """
         try:
             target, before, deadline = self._flush_mark(timeout_s)
+            if self._process is not None:
+                await self._process.aflush(target, deadline)
+                return self._written_since(before)
             if self._threaded is not None:
                 await asyncio.to_thread(self._threaded.flush, target, deadline)
                 return self._written_since(before)
@@ -203,7 +215,10 @@ class AsyncRecorder(ClientRecorder[aioredis.Redis | aioredis.RedisCluster]):
         """Stop the flusher, write what is pending within ``timeout_s``, drop the rest."""
         deadline = self._close_deadline(timeout_s)
         try:
-            self._buffer.close()
+            self._door.close()
+            if self._process is not None:
+                await asyncio.to_thread(self._process.close, deadline)
+                return self.stats()
             if self._threaded is not None:
                 await asyncio.to_thread(self._threaded.close, deadline)
                 self._flow.abandon()

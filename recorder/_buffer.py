@@ -23,7 +23,7 @@ log = logging.getLogger("openrl_inspect.recorder")
 # (kind, arguments of its write function)
 Record = tuple[str, tuple[Any, ...]]
 
-DROP_REASONS = ("full", "shed", "closed", "malformed", "invalid", "rejected", "shutdown")
+DROP_REASONS = ("full", "shed", "closed", "malformed", "invalid", "rejected", "shutdown", "lost")
 # Reasons a record is dropped before it enters the buffer.
 _AT_THE_DOOR = frozenset({"full", "shed", "closed", "malformed"})
 
@@ -55,6 +55,8 @@ class Buffer:
         self.batches = 0
         self.failures = 0
         self.dropped: dict[tuple[str, str], int] = {}  # (reason, kind) -> records
+        # Kept by the flusher process only (its parent accounts by kind).
+        self.written_by_kind: dict[str, int] | None = None
         self.connected: bool | None = None
         self.last_error: str | None = None
 

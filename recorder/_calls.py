@@ -21,6 +21,7 @@ from openrl_inspect.domain import OpStatus
 from openrl_inspect.recorder._buffer import Buffer
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats, Retention, WorkerInfo
 from openrl_inspect.recorder._flow import Flow
+from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._status import Status
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._:@/-]")
@@ -62,6 +63,8 @@ class RecorderBase:
         self._flow = Flow(s, self.retention, self._buffer, self._status, self._wid_of(worker))
         self._wid = self._wid_of(worker)
         self._clock = clock
+        # Where record calls put (the thread mode's buffer, or the process mode's ring).
+        self._door: Buffer | Outbox = self._buffer
         self._put = self._buffer.put  # the hot path: one bound method call
 
     @staticmethod
@@ -71,11 +74,11 @@ class RecorderBase:
     @property
     def pending(self) -> int:
         """Records buffered or in flight (not yet written nor dropped)."""
-        return self._buffer.pending
+        return self._door.pending
 
     def stats(self) -> RecorderStats:
         """The exact counters: ``recorded == written + dropped + pending``."""
-        return self._buffer.stats(self.recorder_id)
+        return self._door.stats(self.recorder_id)
 
     # -- sessions and models ---------------------------------------------------------------
 
@@ -95,13 +98,13 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("session_opened")
+            self._door.malformed("session_opened")
 
     def session_closed(self, sid: str, at: float | None = None) -> None:
         try:
             self._put(("session_closed", (sid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("session_closed")
+            self._door.malformed("session_closed")
 
     def model_created(
         self,
@@ -127,7 +130,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("model_created")
+            self._door.malformed("model_created")
 
     def model_state(
         self, mid: str, state: str, reason: str | None = None, at: float | None = None
@@ -135,7 +138,7 @@ class RecorderBase:
         try:
             self._put(("model_state", (mid, state, self._clock() if at is None else at, reason)))
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("model_state")
+            self._door.malformed("model_state")
 
     # -- ops and steps -----------------------------------------------------------------------
 
@@ -156,13 +159,13 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("op_accepted")
+            self._door.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
             self._put(("op_enqueued", (mid, oid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("op_enqueued")
+            self._door.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
@@ -170,7 +173,7 @@ class RecorderBase:
                 self._worker_state.current = (mid, oid)
             self._put(("op_started", (mid, oid, worker_id, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("op_started")
+            self._door.malformed("op_started")
 
     def op_finished(
         self,
@@ -199,7 +202,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("op_finished")
+            self._door.malformed("op_finished")
 
     def step_metrics(
         self,
@@ -217,7 +220,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("step_metrics")
+            self._door.malformed("step_metrics")
 
     # -- workers, samplers, placements, client logs ----------------------------------------
 
@@ -249,7 +252,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("heartbeat")
+            self._door.malformed("heartbeat")
 
     def sampler_batch(
         self,
@@ -286,7 +289,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("sampler_batch")
+            self._door.malformed("sampler_batch")
 
     def client_log(
         self,
@@ -311,7 +314,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("client_log")
+            self._door.malformed("client_log")
 
     def placement_admitted(
         self,
@@ -341,16 +344,18 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("placement_admitted")
+            self._door.malformed("placement_admitted")
 
     def placement_released(self, mid: str, pid: str, at: float | None = None) -> None:
         try:
             self._put(("placement_released", (mid, pid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._buffer.malformed("placement_released")
+            self._door.malformed("placement_released")
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
         state = self._worker_state
-        with self._buffer.lock:
+        with self._door.lock:
             state.fields = {**state.fields, **fields}
+        if isinstance(self._door, Outbox):
+            self._door.note_status(fields)

@@ -4,41 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Generic, Self, TypeVar
+from typing import Generic, Self, TypeVar
 
-import redis
-import redis.asyncio as aioredis
+from openrl_inspect.recorder._buffer import log
 from openrl_inspect.recorder._calls import RecorderBase
 from openrl_inspect.recorder._config import RecorderSettings, Retention, WorkerInfo
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
-
-def sync_client(s: RecorderSettings) -> redis.Redis | redis.RedisCluster:
-    common: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_timeout": s.socket_timeout_s,
-        "socket_connect_timeout": s.connect_timeout_s,
-        "retry": Retry(NoBackoff(), 0),  # the flusher retries, with its own backoff
-    }
-    if s.cluster:
-        return redis.RedisCluster.from_url(s.url, **common)
-    return redis.Redis.from_url(s.url, **common)
-
-
-def async_client(s: RecorderSettings) -> aioredis.Redis | aioredis.RedisCluster:
-    from redis.asyncio.retry import Retry as AsyncRetry
-
-    common: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_timeout": s.socket_timeout_s,
-        "socket_connect_timeout": s.connect_timeout_s,
-        "retry": AsyncRetry(NoBackoff(), 0),
-    }
-    if s.cluster:
-        return aioredis.RedisCluster.from_url(s.url, **common)
-    return aioredis.Redis.from_url(s.url, **common)
-
+from openrl_inspect.recorder._connect import client_spec
+from openrl_inspect.recorder._outbox import Outbox
+from openrl_inspect.recorder._process import ProcessFlusher, process_mode
+from openrl_inspect.recorder._ring import Ring
 
 C = TypeVar("C")
 
@@ -70,10 +44,31 @@ class ClientRecorder(RecorderBase, Generic[C]):
             clock=clock,
         )
         self._owns_client = client is None
+        self._process = self._init_process(client, start)
         self._init_flusher(client, start)
 
+    def _init_process(self, client: C | None, start: bool) -> ProcessFlusher | None:
+        """A flusher process, if the settings and the client allow one."""
+        spec = client_spec(client)
+        if not process_mode(self.settings, spec) or spec is None:
+            return None
+        ring = Ring(ProcessFlusher.ring_size(self.settings, self.capacity))
+        outbox = Outbox(self.settings, self.batch_size, self.capacity, ring)
+        try:
+            process = ProcessFlusher(
+                self.settings, self.retention, self.worker, self.recorder_id, spec, outbox, start
+            )
+        except Exception:
+            log.exception("recorder: the flusher process did not start; a thread flushes")
+            ring.close()
+            return None
+        self._door = outbox
+        self._put = outbox.put
+        return process
+
     def _init_flusher(self, client: C | None, start: bool) -> None:
-        """Set up the flusher, with ``client`` or (None) a client of its own."""
+        """Set up the flusher (``self._process`` if there is one), with ``client`` or
+        (None) a client of its own."""
         raise NotImplementedError
 
     @classmethod
@@ -89,14 +84,19 @@ class ClientRecorder(RecorderBase, Generic[C]):
 
     def _flush_mark(self, timeout_s: float | None) -> tuple[int, int, float]:
         """What a flush waits for: (records to settle, written before, deadline)."""
+        timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
+        door = self._door
+        if isinstance(door, Outbox):
+            return door.count, door.counters().written, time.monotonic() + timeout
         buf = self._buffer
         with buf.lock:
             target = buf.taken + len(buf.queue)
             before = buf.written
-        timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
         return target, before, time.monotonic() + timeout
 
     def _written_since(self, before: int) -> int:
+        if isinstance(self._door, Outbox):
+            return self._door.counters().written - before
         with self._buffer.lock:
             return self._buffer.written - before
 

@@ -36,6 +36,13 @@ class RecorderSettings:
     recorder_id: str = ""
     # Sync recorder: flush (within ``close_timeout_s``) when the interpreter exits.
     flush_at_exit: bool = True
+    # Who flushes: "thread" (a thread in the caller's process), "process" (a flusher
+    # process fed through shared memory: nothing of the flush runs in the caller's
+    # process), or "auto": the process where it works (x86-64 POSIX, a plain redis-py
+    # client), else a thread. The thread is the default: on the 2-core machines measured
+    # (docs/benchmarks.md) the process mode was not cheaper for the caller, cost about
+    # 1 us more per record call and can shed while its process starts.
+    flusher: str = "thread"
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class RecorderStats:
     dropped_by_kind: Mapping[str, int]
     connected: bool | None  # None before the first attempt
     last_error: str | None  # the exception class of the last failed attempt
+    # Process mode: times the flusher process died and was started again.
+    flusher_crashes: int = 0
 
     def counters(self) -> dict[str, int]:
         return {

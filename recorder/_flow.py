@@ -23,7 +23,15 @@ from openrl_inspect.recorder._writes import WRITES
 Outcome = Literal["ok", "again", "failed"]
 
 # Redis answers that mean "try again later", not "this command is wrong".
-_TRANSIENT_PREFIXES = ("LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "OOM")
+_TRANSIENT_PREFIXES = (
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "OOM",
+    "READONLY",
+)
 _TRANSIENT = (
     rexc.ConnectionError,
     rexc.TimeoutError,
@@ -45,6 +53,13 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, _TRANSIENT):
         return True
     return isinstance(exc, rexc.ResponseError) and str(exc).startswith(_TRANSIENT_PREFIXES)
+
+
+def _count_written(by_kind: dict[str, int], p: Pending, rejected: set[int]) -> None:
+    skip = p.invalid | rejected
+    for i, (kind, _) in enumerate(p.records):
+        if i not in skip:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
 
 
 class Pending:
@@ -246,6 +261,8 @@ class Flow:
             if p.abandoned:
                 return
             buf.written += p.valid - len(rejected)
+            if buf.written_by_kind is not None:
+                _count_written(buf.written_by_kind, p, rejected)
             buf.settled += len(p.records)
             buf.batches += 1
             for i in p.invalid:

@@ -19,9 +19,11 @@ from types import TracebackType
 import redis
 from openrl_inspect.recorder import _wire as wire
 from openrl_inspect.recorder._buffer import Buffer, log
-from openrl_inspect.recorder._client import ClientRecorder, sync_client
+from openrl_inspect.recorder._client import ClientRecorder
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
+from openrl_inspect.recorder._connect import sync_client
 from openrl_inspect.recorder._flow import Flow, Outcome, Pending
+from openrl_inspect.recorder._process import ProcessFlusher
 from openrl_inspect.recorder._status import Status
 
 
@@ -167,18 +169,24 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
     """
 
     def _init_flusher(self, client: redis.Redis | redis.RedisCluster | None, start: bool) -> None:
-        own = client if client is not None else sync_client(self.settings)
-        self._flusher = ThreadFlusher(self.settings, self._buffer, self._flow, self._status, own)
+        self._flusher: ThreadFlusher | ProcessFlusher
+        if self._process is not None:
+            self._flusher = self._process
+        else:
+            own = client if client is not None else sync_client(self.settings)
+            self._flusher = ThreadFlusher(
+                self.settings, self._buffer, self._flow, self._status, own
+            )
         self._exit_hook: Callable[[], None] | None = None
         if start:
             self.start()
 
     def start(self) -> None:
-        """Start the flusher thread (idempotent)."""
-        if self._flusher.started or self._buffer.closed:
+        """Start the flusher (idempotent)."""
+        if self._door.closed:
             return
         self._flusher.start()
-        if self.settings.flush_at_exit:
+        if self.settings.flush_at_exit and self._exit_hook is None:
             self._exit_hook = functools.partial(_close_at_exit, self)
             atexit.register(self._exit_hook)
 
@@ -222,10 +230,10 @@ class Recorder(ClientRecorder[redis.Redis | redis.RedisCluster]):
             if self._exit_hook is not None:
                 atexit.unregister(self._exit_hook)
                 self._exit_hook = None
-            self._buffer.close()
+            self._door.close()
             self._flusher.close(deadline)
             self._flow.abandon()
-            if self._owns_client:
+            if self._owns_client and isinstance(self._flusher, ThreadFlusher):
                 self._flusher.client.close()
         except Exception:
             log.exception("recorder: close failed")

@@ -25,7 +25,7 @@ QUIET = RecorderSettings(publish_counters=False, recorder_id="enc", flush_at_exi
 
 IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True)
 # Any text Redis can hold as UTF-8 (no lone surrogates), including the empty string.
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
 TIMES = st.floats(min_value=0, max_value=4e9, allow_nan=False)
 # JSON values: finite floats (JSON has no NaN or infinity), 64-bit integers.
 SCALARS = st.one_of(

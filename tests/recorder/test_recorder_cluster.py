@@ -47,7 +47,7 @@ def _history(rec: RecorderBase, mid: str, sid: str) -> int:
 
 def _model_keys(client: redis.RedisCluster, mid: str) -> list[str]:
     found: list[str] = []
-    for node in client.get_primaries():
+    for node in client.get_primaries():  # type: ignore[no-untyped-call]
         conn = client.get_redis_connection(node)
         found += list(conn.scan_iter(match=f"oi:{{m:{mid}}}:*", count=1000))
     return found
@@ -56,7 +56,7 @@ def _model_keys(client: redis.RedisCluster, mid: str) -> list[str]:
 def _forget(client: redis.RedisCluster, mids: list[str], sids: list[str], rids: list[str]) -> None:
     """Remove what a test wrote to the shared cluster (other tests count its sessions)."""
     doomed: list[str] = []
-    for node in client.get_primaries():
+    for node in client.get_primaries():  # type: ignore[no-untyped-call]
         conn = client.get_redis_connection(node)
         for pattern in [f"oi:{{m:{m}}}:*" for m in mids] + [f"oi:{{s:{s}}}:*" for s in sids]:
             doomed += list(conn.scan_iter(match=pattern, count=1000))
@@ -119,7 +119,7 @@ def test_a_cluster_node_restart_loses_nothing_silently() -> None:
         persist_on_shutdown(cluster.url, cluster=True)
         admin = redis.RedisCluster.from_url(cluster.url, decode_responses=True)
         models = [f"m-{i}" for i in range(6)]
-        served = admin.get_node_from_key(keys.model("m-0"))
+        served = admin.get_node_from_key(keys.model("m-0"))  # type: ignore[no-untyped-call]
         victim = next(n for n in cluster.nodes if n.port == served.port)
         rec = Recorder.from_settings(
             RecorderSettings(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, cast
 
 import fakeredis
 import pytest
@@ -109,7 +109,9 @@ def test_record_methods_never_raise_even_with_bad_input() -> None:
     assert st_.dropped_by_reason == {"invalid": 2}
     assert st_.dropped_by_kind == {"model_state": 1, "op_accepted": 1}
     assert client.hget(keys.op("m1", "o2"), "status") == "accepted"
-    ((entry, _),) = client.zrange(keys.logs("m1"), 0, -1, withscores=True)
+    ((entry, _),) = cast(
+        list[tuple[str, float]], client.zrange(keys.logs("m1"), 0, -1, withscores=True)
+    )
     assert json.loads(entry)["level"] == "INFO"
     assert balanced(st_)
 
@@ -384,7 +386,9 @@ def test_sampler_batches_and_logs_are_capped_newest_kept() -> None:
         )
         rec.client_log("m1", "error", f"message {i}", {"i": i}, at=float(i))
     rec.flush()
-    batches = [json.loads(m) for m in client.zrange(keys.sampler_batches("m1"), 0, -1)]
+    batches = [
+        json.loads(m) for m in cast(list[str], client.zrange(keys.sampler_batches("m1"), 0, -1))
+    ]
     assert [b["prompt_tokens"] for b in batches] == [104, 105, 106, 107, 108]
     assert batches[0] == {
         "id": "rec-test/8",
@@ -397,7 +401,7 @@ def test_sampler_batches_and_logs_are_capped_newest_kept() -> None:
         "worker": "s-0",
         "op_id": "op-9",
     }
-    logs = [json.loads(m) for m in client.zrange(keys.logs("m1"), 0, -1)]
+    logs = [json.loads(m) for m in cast(list[str], client.zrange(keys.logs("m1"), 0, -1))]
     assert [entry["fields"]["i"] for entry in logs] == [6, 7, 8]
     assert logs[-1] == {
         "id": "rec-test/17",
@@ -477,7 +481,7 @@ async def test_async_recorder_flushes_in_the_background_on_the_time_trigger() ->
     assert model is not None and model.latest_step == 0
     st_ = await rec.close(timeout_s=5)
     assert st_.written == 2 and balanced(st_)
-    assert int(await raw.hget(keys.recorder("a-1"), "written")) == 2
+    assert await raw.hget(keys.recorder("a-1"), "written") == "2"
     await store.aclose()
 
 

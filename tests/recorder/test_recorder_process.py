@@ -1,0 +1,278 @@
+"""The recorder's process mode against a real redis-server: a flusher process fed
+through the shared ring. Exact accounting, an outage, the close deadline, a flusher
+process that dies, and the choice of mode."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+from typing import Any
+
+import fakeredis
+import pytest
+import redis
+import redis.asyncio as aioredis
+from openrl_inspect.recorder import (
+    AsyncRecorder,
+    Recorder,
+    RecorderBase,
+    RecorderSettings,
+    Retention,
+    WorkerInfo,
+)
+from openrl_inspect.recorder._process import ProcessFlusher
+from openrl_inspect.recorder._ring import supported
+from openrl_inspect.state import keys
+from support.recorder_faults import SilentServer, count_present, persist_on_shutdown
+from support.redis_server import RedisServer, require_redis
+
+pytestmark = [
+    pytest.mark.redis_server,
+    pytest.mark.skipif(not supported(), reason="no process mode on this platform"),
+]
+
+KEEP_ALL = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=10_000_000)
+
+
+def settings(url: str, **overrides: Any) -> RecorderSettings:
+    values: dict[str, Any] = {
+        "url": url,
+        "flusher": "process",
+        "capacity": 50_000,
+        "batch_size": 200,
+        "flush_interval_s": 0.05,
+        "socket_timeout_s": 0.3,
+        "connect_timeout_s": 0.3,
+        "backoff_base_s": 0.02,
+        "backoff_cap_s": 0.2,
+        "flush_at_exit": False,
+    }
+    values.update(overrides)
+    return RecorderSettings(**values)
+
+
+def record_pairs(rec: RecorderBase, start: int, n: int, models: list[str]) -> None:
+    """``n`` pairs (sampler batch, op accepted) with unique ids: one key per record."""
+    for i in range(start, start + n):
+        mid = models[i % len(models)]
+        rec.sampler_batch(mid, 8, 512, 1024, 0.05, 3, worker_id="sampler-0")
+        rec.op_accepted(mid, f"op-{i}", "forward_backward", i // 100)
+
+
+def present(url: str, models: list[str], n: int) -> int:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        ops = [(models[i % len(models)], f"op-{i}") for i in range(n)]
+        return count_present(client, models, ops)
+    finally:
+        client.close()
+
+
+def flushed(rec: Recorder) -> int:
+    """Records written so far, once a flush returns (``flush()`` itself counts only what
+    it saw written after it was called; the background flusher may have been first)."""
+    rec.flush(30)
+    return rec.stats().written
+
+
+def flusher_of(rec: Recorder | AsyncRecorder) -> ProcessFlusher:
+    process = rec._process
+    assert process is not None, "expected the process mode"
+    return process
+
+
+def test_every_record_is_written_and_counted_exactly(redis_server: Any) -> None:
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    client.flushall()
+    rec = Recorder(client, KEEP_ALL, settings=settings(redis_server.url))
+    flusher_of(rec)
+    models = ["pm-a", "pm-b"]
+    record_pairs(rec, 0, 5_000, models)
+    assert flushed(rec) == 10_000
+    st = rec.stats()
+    assert (st.recorded, st.written, st.dropped, st.pending) == (10_000, 10_000, 0, 0)
+    assert present(redis_server.url, models, 5_000) == 10_000
+    st = rec.close(10)
+    assert st.recorded == st.written == 10_000 and st.flusher_crashes == 0
+    # the counters reached Redis, the heartbeat-less recorder's hash included
+    h = client.hgetall(keys.recorder(rec.recorder_id))
+    assert (int(h["recorded"]), int(h["written"]), int(h["dropped"])) == (10_000, 10_000, 0)
+    client.close()
+
+
+def test_status_fields_and_the_current_op_reach_the_heartbeat(redis_server: Any) -> None:
+    worker = WorkerInfo("pm-trainer", "trainer", "pod", "node", "pm-m", ("GPU-0",))
+    rec = Recorder.from_settings(settings(redis_server.url), worker=worker)
+    rec.op_started("pm-m", "pm-op", "pm-trainer")
+    rec.set_status(step=7)
+    rec.close(10)
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    payload = client.hget(keys.worker("pm-trainer"), "payload")
+    client.close()
+    assert payload is not None and '"step":7' in payload and '"current_op":"pm-op"' in payload
+
+
+def test_redis_stopped_and_restarted_loses_nothing() -> None:
+    require_redis()
+    server = RedisServer().start()
+    try:
+        persist_on_shutdown(server.url)
+        rec = Recorder.from_settings(settings(server.url), KEEP_ALL)
+        models = ["pm-x", "pm-y"]
+        record_pairs(rec, 0, 500, models)
+        assert flushed(rec) == 1_000
+        server.stop()
+        record_pairs(rec, 500, 2_000, models)  # recorded while Redis is away
+        deadline = time.monotonic() + 10
+        while rec.stats().failed_attempts == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rec.stats().connected is False
+        server.start()
+        assert flushed(rec) == 5_000
+        st = rec.close(10)
+        assert (st.recorded, st.written, st.dropped, st.pending) == (5_000, 5_000, 0, 0)
+        assert st.failed_attempts > 0
+        assert present(server.url, models, 2_500) == 5_000
+    finally:
+        server.cleanup()
+
+
+def test_close_returns_at_its_deadline_and_counts_the_rest_as_shutdown() -> None:
+    silent = SilentServer()
+    rec = Recorder.from_settings(settings(silent.url, socket_timeout_s=60.0))
+    try:
+        record_pairs(rec, 0, 1_000, ["pm-s"])
+        assert silent.received.wait(10), "the flusher process never sent its pipeline"
+        t = time.monotonic()
+        st = rec.close(timeout_s=0.5)
+        assert time.monotonic() - t < 2.0  # the deadline, plus killing a stuck process
+        assert (st.recorded, st.written, st.pending) == (2_000, 0, 0)
+        assert st.dropped_by_reason == {"shutdown": 2_000}
+        assert sum(st.dropped_by_kind.values()) == 2_000
+    finally:
+        silent.close()
+
+
+def test_a_flusher_process_that_dies_is_counted_and_replaced(redis_server: Any) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    models = ["pm-k"]
+    record_pairs(rec, 0, 500, models)
+    assert flushed(rec) == 1_000
+    process = flusher_of(rec)
+    proc = process._proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    record_pairs(rec, 500, 500, models)
+    rec.flush(30)
+    st = rec.close(10)
+    assert st.flusher_crashes == 1
+    assert st.pending == 0 and st.recorded == 2_000
+    assert st.written + st.dropped == st.recorded
+    assert set(st.dropped_by_reason) <= {"lost"}
+    # what was counted written is in Redis; nothing counted lost was counted written
+    assert present(redis_server.url, models, 1_000) >= st.written
+
+
+@pytest.mark.anyio
+async def test_async_recorder_with_an_asyncio_client_flushes_from_a_process(
+    redis_server: Any,
+) -> None:
+    client = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    rec = AsyncRecorder(client, KEEP_ALL, settings=settings(redis_server.url))
+    flusher_of(rec)
+    record_pairs(rec, 0, 1_000, ["pm-as"])
+    await rec.flush(30)
+    assert rec.stats().written == 2_000
+    st = await rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (2_000, 2_000, 0, 0)
+    await client.aclose()
+
+
+def test_many_threads_record_into_the_ring_and_every_record_is_accounted(
+    redis_server: Any,
+) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url, capacity=1_000), KEEP_ALL)
+
+    def work(t: int) -> None:
+        record_pairs(rec, t * 10_000, 3_000, [f"pm-t{t}"])
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    rec.flush(30)
+    st = rec.close(10)
+    assert st.recorded == 24_000 and st.pending == 0
+    assert st.written + st.dropped == st.recorded
+    assert set(st.dropped_by_reason) <= {"shed", "full"}
+    # 1,000 of capacity: the producers outran the flusher and were shed, by the policy
+
+
+def test_the_mode_follows_the_settings_and_the_client(redis_server: Any) -> None:
+    fake = Recorder(fakeredis.FakeRedis(), settings=RecorderSettings(flush_at_exit=False))
+    assert fake._process is None  # a fake client cannot cross to another process
+    fake.close(1)
+    thread = Recorder.from_settings(settings(redis_server.url, flusher="thread"))
+    assert thread._process is None
+    thread.close(1)
+    auto = Recorder.from_settings(settings(redis_server.url, flusher="auto"))
+    assert auto._process is not None
+    auto.close(1)
+
+
+def test_a_forked_process_neither_writes_into_the_ring_nor_stops_the_flusher(
+    redis_server: Any,
+) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    models = ["pm-f"]
+    record_pairs(rec, 0, 100, models)
+    with warnings.catch_warnings():  # 3.12 warns about fork() with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the forked process: its records are refused and counted, close is a no-op
+        code = 1
+        try:
+            record_pairs(rec, 1_000, 50, models)
+            st = rec.close(1)
+            ok = st.recorded == st.dropped == 100 and set(st.dropped_by_reason) == {"closed"}
+            code = 0 if ok else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    record_pairs(rec, 100, 100, models)
+    assert flushed(rec) == 400
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (400, 400, 0, 0)
+    assert present(redis_server.url, models, 200) == 400
+
+
+def test_values_orjson_refuses_are_written_as_the_thread_mode_writes_them(
+    redis_server: Any,
+) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec.op_finished("pm-v", "op-v", metrics={"tags": {"a"}, "big": 2**70, "nan": float("nan")})
+    assert flushed(rec) == 1
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped) == (1, 1, 0)
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    metrics = client.hget(keys.op("pm-v", "op-v"), "metrics")
+    client.close()
+    assert metrics is not None and str(2**70) in metrics and "{'a'}" in metrics
+
+
+def test_the_ring_wraps_around_and_loses_nothing(redis_server: Any) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url, capacity=2_000), KEEP_ALL)
+    assert flusher_of(rec).ring.size == 1 << 20  # the smallest ring: 1 MiB
+    models = ["pm-w"]
+    for chunk in range(40):  # ≈ 4.5 MB of records: the ring wraps four times
+        record_pairs(rec, chunk * 500, 500, models)
+        assert flushed(rec) == (chunk + 1) * 1_000
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (40_000, 40_000, 0, 0)
+    assert present(redis_server.url, models, 20_000) == 40_000
