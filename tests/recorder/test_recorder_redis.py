@@ -148,7 +148,7 @@ async def test_sync_recorder_round_trip_through_the_reader(redis_server: Any) ->
         assert op is not None and op.status == "succeeded" and op.worker_id == "trainer-rt"
         (w,) = await store.workers(["trainer-rt"])
         assert w is not None and w.gpu_ids == ["GPU-a"]
-        assert set(w.payload["recorder"]) == {
+        assert set(w.payload.value()["recorder"]) == {
             "recorded",
             "written",
             "dropped",
