@@ -108,7 +108,10 @@ class ModelRecord:
             if at is not None:
                 transitions[state] = at
         ident = d.text(h, "id")
-        latest = None if latest_step is None else d.counter(latest_step, "latest step")
+        # Checked one below Int's top too: the step count (latest + 1) must fit.
+        latest = None if latest_step is None else d.counter(latest_step + 1, "step count") - 1
+        if latest is not None and latest < 0:
+            raise d.DecodeError("latest step is negative")
         return cls(
             id=ident,
             session_id=d.text(h, "session_id"),

@@ -71,6 +71,8 @@ def _cases() -> list[M.Case]:
         model("model-base-not-utf8", f(MO, "base_model", b"\xc3\x28")),
         model("model-negative-step", M.score(steps("m-bad"), "x", -5)),
         model("model-step-above-int32", M.score(steps("m-bad"), "x", 2.0**40)),
+        model("model-step-count-above-int32", M.score(steps("m-bad"), "x", 2.0**31 - 1)),
+        model("model-step-minus-one", M.score(steps("m-bad"), "x", -1)),
         model("session-model-lora-bomb", f(MO, "lora", M.bomb(5000)), M.SESSION_MODELS),
         model("session-model-zset-type", M.retype(MO, "zset"), M.SESSION_MODELS),
         step("step-time-yesterday", f(ST, "started_at", "yesterday")),
