@@ -12,6 +12,7 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     │   ├── BackendNotConfigured     this inspector was started without that backend
     │   └── SchemaVersionError       the data is newer than this reader understands
     ├── NotFound                     a looked-up id does not exist
+    ├── BadRecord                    one stored record cannot be read; its siblings stand
     ├── InvalidInput                 a caller's argument was refused before any call
     └── RequestRefused               the request itself was refused before any backend call
         ├── BadRequest               a body that is not a GraphQL request (HTTP 400)
@@ -133,3 +134,18 @@ class Busy(RequestRefused):
 class DeadlineExceeded(RequestRefused):
     code = "DEADLINE_EXCEEDED"
     http_status = 200
+
+
+class BadRecord(InspectorError):
+    """One stored record cannot be read (wrong type, bad field, unknown state).
+
+    Only that record's item goes null; the list it is in and its siblings stand. The
+    message names the kind, the id and what is wrong, never a key or a host.
+    """
+
+    code = "BAD_RECORD"
+
+    def __init__(self, kind: str, ident: str, problem: str) -> None:
+        super().__init__(f"{kind} {ident[:80]!r} cannot be read: {problem}")
+        self.kind = kind
+        self.ident = ident

@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+E = TypeVar("E", bound=Exception)
 
 
 class BatchLoader(Generic[K, V]):
@@ -58,6 +59,20 @@ class BatchLoader(Generic[K, V]):
             if isinstance(outcome, BaseException):
                 raise outcome
         return list(outcomes)  # type: ignore[arg-type]  # no exceptions left: all V
+
+    async def load_each(self, keys: Iterable[K], isolated: type[E]) -> list[V | E]:
+        """The values of ``keys``, a key's own ``isolated`` failure in its place.
+
+        Any other failure (the backend is down) is raised: the first, in key order.
+        """
+        futures = [self.load(k) for k in keys]
+        if not futures:
+            return []
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, isolated):
+                raise outcome
+        return list(outcomes)  # type: ignore[arg-type]  # only V and E are left
 
     async def _dispatch(self) -> None:
         seen, quiet = len(self._pending), 0

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from openrl_inspect.context import Context
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.errors import BadRecord, InvalidInput
 from openrl_inspect.state.paging import ListRef, PageRequest, Position, decode_cursor, encode_cursor
 
 R = TypeVar("R")
@@ -15,12 +15,23 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Paged(Generic[R]):
-    """One page of records, each with the cursor that resumes after it."""
+    """One page of records, each with the cursor that resumes after it.
 
-    items: list[tuple[str, R]]
+    An item is a ``BadRecord`` when its record cannot be read: it goes null with its own
+    error and the rest of the page stands. ``end_cursor`` is the position of the last
+    member scanned, kept or skipped, so a page of only gone records still moves on.
+    """
+
+    items: list[tuple[str, R | BadRecord]]
     total: int
     has_next: bool
     has_previous: bool
+    end_cursor: str | None = None
+
+    def readable(self) -> list[R]:
+        """The records that could be read. Rollups skip a bad record as they skip a gone
+        one; the list fields show it, null with its BAD_RECORD error."""
+        return [rec for _, rec in self.items if not isinstance(rec, BadRecord)]
 
 
 def page_size(ctx: Context, first: int | None) -> int:
@@ -37,14 +48,15 @@ async def paged(
     ref: ListRef,
     first: int | None,
     after: str | None,
-    load: Callable[[Sequence[Position]], Awaitable[Sequence[R | None]]],
+    load: Callable[[Sequence[Position]], Awaitable[Sequence[R | BadRecord | None]]],
     *,
     newest_first: bool = True,
 ) -> Paged[R]:
     """Read one page of ``ref`` and its records; ids whose record is gone are skipped.
 
     A record can be gone when retention expired it after the index was read; the page
-    then holds fewer items, and ``total`` still counts the index.
+    then holds fewer items, and ``total`` still counts the index. A record that cannot
+    be read stays in the page as its ``BadRecord``.
     """
     size = page_size(ctx, first)
     position = decode_cursor(ref.kind, after) if after else None
@@ -59,4 +71,5 @@ async def paged(
         for pos, rec in zip(page.items, records, strict=True)
         if rec is not None
     ]
-    return Paged(items, page.total, page.has_next, position is not None)
+    end = encode_cursor(ref.kind, page.items[-1]) if page.items else None
+    return Paged(items, page.total, page.has_next, position is not None, end)

@@ -1,11 +1,17 @@
-"""Relay-style connections, as GitHub's API has them."""
+"""Relay-style connections, as GitHub's API has them.
+
+As in GitHub's API, an edge's node and the items of ``nodes`` are nullable: a record
+that cannot be read goes null with its own coded error (BAD_RECORD) at its own path,
+and the list and its other items stand.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import strawberry
+from openrl_inspect.errors import BadRecord
 from openrl_inspect.resolvers.paging import Paged
 
 T = TypeVar("T")
@@ -26,9 +32,23 @@ class Edge(Generic[T]):
     node: T
 
 
+@strawberry.type(name="Edge")
+class RecordEdge(Generic[T]):
+    """An edge of a stored record: its node goes null with its own error when bad."""
+
+    cursor: str
+    _node: strawberry.Private[object]  # a T, or the BadRecord it could not be read as
+
+    @strawberry.field
+    def node(self) -> T | None:
+        if isinstance(self._node, BadRecord):
+            raise self._node
+        return cast(T, self._node)
+
+
 @strawberry.type(description="A page of a list. `truncated` is true when items exist past it.")
 class Connection(Generic[T]):
-    edges: list[Edge[T]]
+    edges: list[RecordEdge[T]]
     page_info: PageInfo
     total_count: int = strawberry.field(description="Items in the whole list, not the page.")
     truncated: bool = strawberry.field(
@@ -36,19 +56,23 @@ class Connection(Generic[T]):
     )
 
     @strawberry.field(description="The nodes of `edges`, without cursors.")
-    def nodes(self) -> list[T]:
-        return [edge.node for edge in self.edges]
+    def nodes(self) -> list[T | None]:
+        # graphql-core raises an item that is an exception at that item's own path.
+        return [cast(T, edge._node) for edge in self.edges]
 
     @classmethod
     def of(cls, page: Paged[R], make: Callable[[R], T]) -> Connection[T]:
-        edges = [Edge(cursor=cursor, node=make(rec)) for cursor, rec in page.items]
+        edges: list[RecordEdge[T]] = [
+            RecordEdge(cursor=cursor, _node=rec if isinstance(rec, BadRecord) else make(rec))
+            for cursor, rec in page.items
+        ]
         return cls(
             edges=edges,
             page_info=PageInfo(
                 has_next_page=page.has_next,
                 has_previous_page=page.has_previous,
                 start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
+                end_cursor=page.end_cursor,
             ),
             total_count=page.total,
             truncated=page.has_next,

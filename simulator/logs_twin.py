@@ -98,11 +98,16 @@ class LogMirror:
             for (m, _), page in zip(step_keys, op_pages, strict=True)
             for p in page.items
         ]
-        ops = [o for o in await store.ops(op_keys) if o is not None]
+        # The simulator's own records: never bad, but typed as any store answer.
+        ops = [o for o in await store.ops(op_keys) if isinstance(o, OpRecord)]
         ids = [m.id for m in models]
-        records = dict(zip(ids, await store.models(ids), strict=True))
+        records = {
+            m: r
+            for m, r in zip(ids, await store.models(ids), strict=True)
+            if isinstance(r, ModelRecord)
+        }
         wids = sorted({w[0] for m in models for w in m.workers})
-        workers = {w.id: w for w in await store.workers(wids) if w is not None}
+        workers = {w.id: w for w in await store.workers(wids) if isinstance(w, WorkerRecord)}
         by_model: dict[str, list[OpRecord]] = {}
         for op in ops:
             by_model.setdefault(op.model_id, []).append(op)
@@ -244,7 +249,7 @@ class _Lines:
         if op.status == OpStatus.FAILED:
             self._failure(op, base)
             return
-        fields = {**base, "duration_s": round(took, 3), **_scalars(op.metrics)}
+        fields = {**base, "duration_s": round(took, 3), **_scalars(op.metrics.value())}
         self.emit(
             (op.id, "finish"),
             op.finished_at,
@@ -253,7 +258,7 @@ class _Lines:
             f"op {op.kind} finished in {took:.2f}s",
             fields,
         )
-        loss = op.metrics.get("loss")
+        loss = op.metrics.value().get("loss")
         if op.kind == "forward_backward" and isinstance(loss, int | float) and loss > LOSS_SPIKE:
             self.emit(
                 (op.id, "spike"),

@@ -25,7 +25,7 @@ async def read_history(
     mids = list(sim.models)
     pages = await store.pages([PageRequest(ListRef("placements", (m,)), 100) for m in mids])
     pkeys = [(m, p.member) for m, page in zip(mids, pages, strict=True) for p in page.items]
-    placements = [p for p in await store.placements(pkeys) if p is not None]
+    placements = [p for p in await store.placements(pkeys) if isinstance(p, PlacementRecord)]
     steps = await store.pages([PageRequest(ListRef("steps", (m,)), 200) for m in mids])
     skeys = [(m, int(p.score)) for m, page in zip(mids, steps, strict=True) for p in page.items]
     op_pages = await store.pages(
@@ -34,9 +34,9 @@ async def read_history(
     okeys = [
         (m, p.member) for (m, _), page in zip(skeys, op_pages, strict=True) for p in page.items
     ]
-    ops = [o for o in await store.ops(okeys) if o is not None]
+    ops = [o for o in await store.ops(okeys) if isinstance(o, OpRecord)]
     wids = sorted({w[0] for model in sim.models.values() for w in model.workers})
-    workers = {w.id: w for w in await store.workers(wids) if w is not None}
+    workers = {w.id: w for w in await store.workers(wids) if isinstance(w, WorkerRecord)}
     return placements, ops, workers
 
 

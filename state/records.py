@@ -2,7 +2,8 @@
 
 Hash values are UTF-8 strings: times are epoch seconds (``repr`` of a float), structured
 values JSON. Decoding is lenient about missing fields (an older writer may not set them)
-and strict about their types, so a corrupt field surfaces as a protocol error.
+and strict about their types (``state.decode``): a corrupt field fails its own record
+with a ``DecodeError`` naming the field, and JSON objects are decoded only when asked for.
 """
 
 from __future__ import annotations
@@ -14,46 +15,10 @@ from typing import Any
 
 import orjson
 from openrl_inspect.domain import ModelState, OpStatus, SessionState
+from openrl_inspect.state import decode as d
+from openrl_inspect.state.decode import JsonField
 
 JsonDict = dict[str, Any]
-
-
-class DecodeError(ValueError):
-    """A stored field could not be decoded; the message names the field, not the key."""
-
-
-def _s(h: Mapping[str, str], name: str, default: str = "") -> str:
-    return h.get(name, default)
-
-
-def _f(h: Mapping[str, str], name: str) -> float | None:
-    raw = h.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise DecodeError(f"field {name!r} is not a number") from None
-
-
-def _i(h: Mapping[str, str], name: str, default: int = 0) -> int:
-    raw = h.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise DecodeError(f"field {name!r} is not an integer") from None
-
-
-def _j(h: Mapping[str, str], name: str, default: Any) -> Any:
-    raw = h.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise DecodeError(f"field {name!r} is not JSON") from None
 
 
 def dumps(value: Any) -> str:
@@ -86,11 +51,16 @@ def encode(values: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+_SESSION_STATES = tuple(SessionState)
+_MODEL_STATES = tuple(ModelState)
+_OP_STATUSES = tuple(OpStatus)
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     id: str
     owner: str
-    client: JsonDict
+    client: JsonField
     created_at: float | None
     last_activity_at: float | None
     state: str  # live | closed
@@ -98,14 +68,15 @@ class SessionRecord:
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> SessionRecord:
+        ident = d.text(h, "id")
         return cls(
-            id=_s(h, "id"),
-            owner=_s(h, "owner"),
-            client=_j(h, "client", {}),
-            created_at=_f(h, "created_at"),
-            last_activity_at=_f(h, "last_activity_at"),
-            state=_s(h, "state", SessionState.LIVE),
-            closed_at=_f(h, "closed_at"),
+            id=ident,
+            owner=d.text(h, "owner"),
+            client=JsonField("session", ident, "client", h.get("client")),
+            created_at=d.time(h, "created_at"),
+            last_activity_at=d.time(h, "last_activity_at"),
+            state=d.choice(h, "state", _SESSION_STATES, SessionState.LIVE),
+            closed_at=d.time(h, "closed_at"),
         )
 
 
@@ -114,8 +85,8 @@ class ModelRecord:
     id: str
     session_id: str
     base_model: str
-    lora: JsonDict
-    settings: JsonDict
+    lora: JsonField
+    settings: JsonField
     state: str
     state_at: float | None
     created_at: float | None
@@ -127,27 +98,32 @@ class ModelRecord:
 
     @classmethod
     def from_hash(
-        cls, h: Mapping[str, str], latest_step: int | None = None, kept_steps: int = 0
+        cls, h: Mapping[str, str], latest_step: float | None = None, kept_steps: int = 0
     ) -> ModelRecord:
         from openrl_inspect.state.keys import MODEL_STATES
 
         transitions: dict[str, float] = {}
         for state in MODEL_STATES:
-            at = _f(h, f"{state}_at")
+            at = d.time(h, f"{state}_at")
             if at is not None:
                 transitions[state] = at
+        ident = d.text(h, "id")
+        # Checked one below Int's top too: the step count (latest + 1) must fit.
+        latest = None if latest_step is None else d.counter(latest_step + 1, "step count") - 1
+        if latest is not None and latest < 0:
+            raise d.DecodeError("latest step is negative")
         return cls(
-            id=_s(h, "id"),
-            session_id=_s(h, "session_id"),
-            base_model=_s(h, "base_model"),
-            lora=_j(h, "lora", {}),
-            settings=_j(h, "settings", {}),
-            state=_s(h, "state", ModelState.WAITING),
-            state_at=_f(h, "state_at"),
-            created_at=_f(h, "created_at"),
+            id=ident,
+            session_id=d.text(h, "session_id"),
+            base_model=d.text(h, "base_model"),
+            lora=JsonField("model", ident, "lora", h.get("lora")),
+            settings=JsonField("model", ident, "settings", h.get("settings")),
+            state=d.choice(h, "state", _MODEL_STATES, ModelState.WAITING),
+            state_at=d.time(h, "state_at"),
+            created_at=d.time(h, "created_at"),
             transitions=transitions,
-            failure_reason=h.get("failure_reason") or None,
-            latest_step=latest_step,
+            failure_reason=d.text(h, "failure_reason") or None,
+            latest_step=latest,
             kept_steps=kept_steps,
         )
 
@@ -158,17 +134,17 @@ class StepRecord:
     step: int
     started_at: float | None
     finished_at: float | None
-    metrics: JsonDict
+    metrics: JsonField
     op_count: int = 0
 
     @classmethod
     def from_hash(cls, model_id: str, n: int, h: Mapping[str, str], op_count: int) -> StepRecord:
         return cls(
             model_id=model_id,
-            step=n,
-            started_at=_f(h, "started_at"),
-            finished_at=_f(h, "finished_at"),
-            metrics=_j(h, "metrics", {}),
+            step=d.counter(n, "step number"),
+            started_at=d.time(h, "started_at"),
+            finished_at=d.time(h, "finished_at"),
+            metrics=JsonField("step", f"{model_id}/{n}", "metrics", h.get("metrics")),
             op_count=op_count,
         )
 
@@ -185,25 +161,25 @@ class OpRecord:
     started_at: float | None
     finished_at: float | None
     worker_id: str | None
-    metrics: JsonDict = field(default_factory=dict)
+    metrics: JsonField = field(default_factory=lambda: JsonField("op", "", "metrics", None))
     error: str | None = None
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> OpRecord:
-        step = h.get("step")
+        ident = d.text(h, "id")
         return cls(
-            id=_s(h, "id"),
-            model_id=_s(h, "model_id"),
-            kind=_s(h, "kind"),
-            step=_i(h, "step") if step not in (None, "") else None,
-            status=_s(h, "status", OpStatus.ACCEPTED),
-            accepted_at=_f(h, "accepted_at"),
-            enqueued_at=_f(h, "enqueued_at"),
-            started_at=_f(h, "started_at"),
-            finished_at=_f(h, "finished_at"),
-            worker_id=h.get("worker_id") or None,
-            metrics=_j(h, "metrics", {}),
-            error=h.get("error") or None,
+            id=ident,
+            model_id=d.text(h, "model_id"),
+            kind=d.text(h, "kind"),
+            step=d.integer(h, "step"),
+            status=d.choice(h, "status", _OP_STATUSES, OpStatus.ACCEPTED),
+            accepted_at=d.time(h, "accepted_at"),
+            enqueued_at=d.time(h, "enqueued_at"),
+            started_at=d.time(h, "started_at"),
+            finished_at=d.time(h, "finished_at"),
+            worker_id=d.text(h, "worker_id") or None,
+            metrics=JsonField("op", ident, "metrics", h.get("metrics")),
+            error=d.text(h, "error") or None,
         )
 
 
@@ -217,20 +193,21 @@ class WorkerRecord:
     gpu_ids: list[str]
     started_at: float | None
     last_heartbeat_at: float | None
-    payload: JsonDict
+    payload: JsonField
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> WorkerRecord:
+        ident = d.text(h, "id")
         return cls(
-            id=_s(h, "id"),
-            role=_s(h, "role"),
-            pod=_s(h, "pod"),
-            node=_s(h, "node"),
-            model_id=h.get("model_id") or None,
-            gpu_ids=list(_j(h, "gpu_ids", [])),
-            started_at=_f(h, "started_at"),
-            last_heartbeat_at=_f(h, "last_heartbeat_at"),
-            payload=_j(h, "payload", {}),
+            id=ident,
+            role=d.text(h, "role"),
+            pod=d.text(h, "pod"),
+            node=d.text(h, "node"),
+            model_id=d.text(h, "model_id") or None,
+            gpu_ids=d.strings(h, "gpu_ids"),
+            started_at=d.time(h, "started_at"),
+            last_heartbeat_at=d.time(h, "last_heartbeat_at"),
+            payload=JsonField("worker", ident, "payload", h.get("payload")),
         )
 
 
@@ -249,13 +226,13 @@ class PlacementRecord:
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> PlacementRecord:
         return cls(
-            id=_s(h, "id"),
-            model_id=_s(h, "model_id"),
-            workload=_s(h, "workload"),
-            namespace=_s(h, "namespace"),
-            pods=list(_j(h, "pods", [])),
-            node=_s(h, "node"),
-            gpu_ids=list(_j(h, "gpu_ids", [])),
-            admitted_at=_f(h, "admitted_at"),
-            released_at=_f(h, "released_at"),
+            id=d.text(h, "id"),
+            model_id=d.text(h, "model_id"),
+            workload=d.text(h, "workload"),
+            namespace=d.text(h, "namespace"),
+            pods=d.strings(h, "pods"),
+            node=d.text(h, "node"),
+            gpu_ids=d.strings(h, "gpu_ids"),
+            admitted_at=d.time(h, "admitted_at"),
+            released_at=d.time(h, "released_at"),
         )

@@ -26,11 +26,11 @@ from openrl_inspect.adapters.redis._client import (
     guarded,
     run,
 )
-from openrl_inspect.errors import BackendProtocolError, SchemaVersionError
+from openrl_inspect.errors import BackendProtocolError, BadRecord, SchemaVersionError
 from openrl_inspect.state import keys
+from openrl_inspect.state.decode import MAX_INT, DecodeError
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
 from openrl_inspect.state.records import (
-    DecodeError,
     ModelRecord,
     OpRecord,
     PlacementRecord,
@@ -58,19 +58,23 @@ class StateStore(Protocol):
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]: ...
 
-    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | None]: ...
+    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | BadRecord | None]: ...
 
-    async def models(self, ids: Sequence[str]) -> list[ModelRecord | None]: ...
+    async def models(self, ids: Sequence[str]) -> list[ModelRecord | BadRecord | None]: ...
 
-    async def steps(self, keys: Sequence[tuple[str, int]]) -> list[StepRecord | None]: ...
+    async def steps(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> list[StepRecord | BadRecord | None]: ...
 
-    async def ops(self, keys: Sequence[tuple[str, str]]) -> list[OpRecord | None]: ...
+    async def ops(self, keys: Sequence[tuple[str, str]]) -> list[OpRecord | BadRecord | None]: ...
 
     async def op_models(self, op_ids: Sequence[str]) -> list[str | None]: ...
 
-    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | None]: ...
+    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | BadRecord | None]: ...
 
-    async def placements(self, keys: Sequence[tuple[str, str]]) -> list[PlacementRecord | None]: ...
+    async def placements(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> list[PlacementRecord | BadRecord | None]: ...
 
 
 def list_key(ref: ListRef) -> str:
@@ -204,62 +208,103 @@ class RedisStateStore:
 
     # -- records ---------------------------------------------------------------------
 
-    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | None]:
-        raw = await self._run(lambda pipe: [pipe.hgetall(keys.session(i)) for i in ids])
-        return [_decode(SessionRecord.from_hash, h) for h in raw]
+    async def _run_records(self, build: Any) -> list[Any]:
+        """Like ``_run``, but a command refused by Redis (a key of the wrong type) is
+        that command's result, so it fails its own record and not the batch."""
+        await self.check_schema()
+        pipe: Any = self._client.pipeline(transaction=False)
+        build(pipe)
+        if len(pipe) == 0:
+            return []
+        self.trips.count += 1
+        return list(await guarded(pipe.execute(raise_on_error=False), self._deadline))
 
-    async def models(self, ids: Sequence[str]) -> list[ModelRecord | None]:
+    async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | BadRecord | None]:
+        raw = await self._run_records(lambda pipe: [_hgetall(pipe, keys.session(i)) for i in ids])
+        return [
+            _record("session", SessionRecord.from_hash, h, {"id": i})
+            for i, h in zip(ids, raw, strict=True)
+        ]
+
+    async def models(self, ids: Sequence[str]) -> list[ModelRecord | BadRecord | None]:
         def build(pipe: Pipe) -> None:
             for mid in ids:
-                pipe.hgetall(keys.model(mid))
+                _hgetall(pipe, keys.model(mid))
                 pipe.zrevrange(keys.steps(mid), 0, 0, withscores=True)
                 pipe.zcard(keys.steps(mid))
 
-        raw = await self._run(build)
-        out: list[ModelRecord | None] = []
-        for i in range(len(ids)):
-            h, latest, kept = raw[3 * i], _pairs(raw[3 * i + 1]), int(raw[3 * i + 2])
-            latest_step = int(latest[0][1]) if latest else None
-            out.append(
-                _decode(lambda h: ModelRecord.from_hash(h, latest_step, kept), h)  # noqa: B023
-            )
+        raw = await self._run_records(build)
+        out: list[ModelRecord | BadRecord | None] = []
+        for i, mid in enumerate(ids):
+            h, latest, kept = raw[3 * i], raw[3 * i + 1], raw[3 * i + 2]
+            if isinstance(latest, Exception) or isinstance(kept, Exception):
+                out.append(BadRecord("model", mid, "its steps index has the wrong type"))
+                continue
+            pairs = _pairs(latest)
+            latest_step = pairs[0][1] if pairs else None
+
+            def make(h: dict[str, str], n: float | None = latest_step, k: int = int(kept)) -> Any:
+                return ModelRecord.from_hash(h, n, k)
+
+            out.append(_record("model", make, h, {"id": mid}))
         return out
 
-    async def steps(self, step_keys: Sequence[tuple[str, int]]) -> list[StepRecord | None]:
+    async def steps(
+        self, step_keys: Sequence[tuple[str, int]]
+    ) -> list[StepRecord | BadRecord | None]:
         def build(pipe: Pipe) -> None:
             for mid, n in step_keys:
-                pipe.hgetall(keys.step(mid, n))
+                _hgetall(pipe, keys.step(mid, n))
                 pipe.zcard(keys.step_ops(mid, n))
 
-        raw = await self._run(build)
-        out: list[StepRecord | None] = []
+        raw = await self._run_records(build)
+        out: list[StepRecord | BadRecord | None] = []
         for i, (mid, n) in enumerate(step_keys):
-            h, count = raw[2 * i], int(raw[2 * i + 1])
-            if not h and count == 0:
+            h, count = raw[2 * i], raw[2 * i + 1]
+            if not 0 <= n <= MAX_INT:
+                out.append(BadRecord("step", f"{mid}/{n}", "its number is out of range"))
+            elif isinstance(count, Exception):
+                out.append(BadRecord("step", f"{mid}/{n}", "its ops index has the wrong type"))
+            elif not h and count == 0:
                 out.append(None)
-                continue
-            out.append(_decode_one(lambda h: StepRecord.from_hash(mid, n, h, count), h))  # noqa: B023
+            else:
+
+                def make(h: dict[str, str], mid: str = mid, n: int = n, c: int = count) -> Any:
+                    return StepRecord.from_hash(mid, n, h, c)
+
+                out.append(_record("step", make, h or {}, {}, ident=f"{mid}/{n}", keep=True))
         return out
 
-    async def ops(self, op_keys: Sequence[tuple[str, str]]) -> list[OpRecord | None]:
-        raw = await self._run(lambda pipe: [pipe.hgetall(keys.op(m, o)) for m, o in op_keys])
-        return [_decode(OpRecord.from_hash, h) for h in raw]
+    async def ops(self, op_keys: Sequence[tuple[str, str]]) -> list[OpRecord | BadRecord | None]:
+        raw = await self._run_records(
+            lambda pipe: [_hgetall(pipe, keys.op(m, o)) for m, o in op_keys]
+        )
+        return [
+            _record("op", OpRecord.from_hash, h, {"id": o, "model_id": m})
+            for (m, o), h in zip(op_keys, raw, strict=True)
+        ]
 
     async def op_models(self, op_ids: Sequence[str]) -> list[str | None]:
         raw = await self._run(lambda pipe: [pipe.get(keys.op_index(o)) for o in op_ids])
         return [str(v) if v else None for v in raw]
 
-    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | None]:
-        raw = await self._run(lambda pipe: [pipe.hgetall(keys.worker(w)) for w in ids])
-        return [_decode(WorkerRecord.from_hash, h) for h in raw]
+    async def workers(self, ids: Sequence[str]) -> list[WorkerRecord | BadRecord | None]:
+        raw = await self._run_records(lambda pipe: [_hgetall(pipe, keys.worker(w)) for w in ids])
+        return [
+            _record("worker", WorkerRecord.from_hash, h, {"id": w})
+            for w, h in zip(ids, raw, strict=True)
+        ]
 
     async def placements(
         self, placement_keys: Sequence[tuple[str, str]]
-    ) -> list[PlacementRecord | None]:
-        raw = await self._run(
-            lambda pipe: [pipe.hgetall(keys.placement(m, p)) for m, p in placement_keys]
+    ) -> list[PlacementRecord | BadRecord | None]:
+        raw = await self._run_records(
+            lambda pipe: [_hgetall(pipe, keys.placement(m, p)) for m, p in placement_keys]
         )
-        return [_decode(PlacementRecord.from_hash, h) for h in raw]
+        return [
+            _record("placement", PlacementRecord.from_hash, h, {"id": p, "model_id": m})
+            for (m, p), h in zip(placement_keys, raw, strict=True)
+        ]
 
 
 def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:
@@ -285,13 +330,49 @@ def _after(req: PageRequest, fetched: list[tuple[str, float]]) -> list[tuple[str
     return [(m, s) for m, s in fetched if s > pos.score or (s == pos.score and m > pos.member)]
 
 
-def _decode(make: Any, h: dict[str, str] | None) -> Any:
-    """Decode a hash, ``None`` when it does not exist (HGETALL answers ``{}``)."""
-    return _decode_one(make, h) if h else None
+def _hgetall(pipe: Pipe, key: str) -> Any:
+    # Undecoded: a value that is not UTF-8 fails its own record, not the whole answer.
+    return pipe.execute_command("HGETALL", key, NEVER_DECODE=True)
 
 
-def _decode_one(make: Any, h: dict[str, str]) -> Any:
+def _record(
+    kind: str,
+    make: Any,
+    raw: Any,
+    names: dict[str, str],
+    *,
+    ident: str = "",
+    keep: bool = False,
+) -> Any:
+    """Decode one hash on its own: the record, ``None`` when it does not exist (HGETALL
+    answers ``{}``; ``keep`` decodes an empty one), or a ``BadRecord`` for this record
+    alone. ``names`` are the fields the key itself names (the id): an empty stored one is
+    taken from the key, a different one is a bad record."""
+    ident = ident or names.get("id", "")
+    if isinstance(raw, Exception):
+        return BadRecord(kind, ident, "it is stored with the wrong Redis type")
+    if not raw and not keep:
+        return None
     try:
+        h = _text_hash(raw)
+        for name, value in names.items():
+            if h.setdefault(name, value) in ("", value):
+                h[name] = value
+            else:
+                raise DecodeError(f"field {name!r} names another record")
         return make(h)
     except DecodeError as exc:
-        raise BackendProtocolError(BACKEND, f"stored record is malformed: {exc}") from exc
+        return BadRecord(kind, ident, str(exc))
+
+
+def _text_hash(raw: dict[Any, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        field = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DecodeError(f"field {field[:40]!r} is not UTF-8 text") from None
+        out[field] = str(value)
+    return out

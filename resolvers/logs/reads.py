@@ -98,7 +98,7 @@ async def session_logs(ctx: Context, sid: str, args: LogArgs) -> LogAnswer:
     else:
         default = around(ctx.now, RECENT, timedelta(0))
     page = await R.session_models(ctx, sid, MAX_SESSION_MODELS, None)
-    targets = [Target(m.id, m.id) for _, m in page.items]
+    targets = [Target(m.id, m.id) for m in page.readable()]
     return await _logs(ctx, ("session", sid), targets, default, args, capped=page.has_next)
 
 

@@ -311,7 +311,7 @@ async def model_gpu_activity(ctx: Context, mid: str, window_s: float) -> GpuActi
     w = check_window(window_s)
     ctx.metrics.require()
     page = await S.placements(ctx, mid, ctx.limits.max_page_size, None)
-    return await activity_of(ctx, [rec for _, rec in page.items], w, page.has_next)
+    return await activity_of(ctx, page.readable(), w, page.has_next)
 
 
 async def session_gpu_activity(ctx: Context, sid: str, window_s: float) -> GpuActivityRecord:
@@ -321,9 +321,9 @@ async def session_gpu_activity(ctx: Context, sid: str, window_s: float) -> GpuAc
     size = ctx.limits.max_page_size
     models = await S.session_models(ctx, sid, size, None)
     pages = await asyncio.gather(
-        *(S.placements(ctx, rec.id, size, None) for _, rec in models.items)
+        *(S.placements(ctx, rec.id, size, None) for rec in models.readable())
     )
-    placements = [rec for page in pages for _, rec in page.items]
+    placements = [rec for page in pages for rec in page.readable()]
     truncated = models.has_next or any(p.has_next for p in pages)
     return await activity_of(ctx, placements, w, truncated)
 
@@ -338,13 +338,13 @@ async def model_sampling(ctx: Context, mid: str, window_s: float) -> list[Sample
     ctx.metrics.require()
     size = ctx.limits.max_page_size
     workers = await S.model_workers(ctx, mid, size, None)
-    samplers = {rec.pod: rec.id for _, rec in workers.items if rec.role == "sampler" and rec.pod}
+    samplers = {rec.pod: rec.id for rec in workers.readable() if rec.role == "sampler" and rec.pod}
     if samplers:
         pods = list(samplers)
         found = await ctx.metrics.vllm.load_many([(p, w, ctx.now) for p in pods])
         return [SamplerRecord(p, samplers[p], w, s) for p, s in zip(pods, found, strict=True)]
     placements = await S.placements(ctx, mid, size, None)
-    pods = list(dict.fromkeys(p for _, rec in placements.items for p in rec.pods if p))
+    pods = list(dict.fromkeys(p for rec in placements.readable() for p in rec.pods if p))
     found = await ctx.metrics.vllm.load_many([(p, w, ctx.now) for p in pods])
     return [SamplerRecord(p, None, w, s) for p, s in zip(pods, found, strict=True) if s is not None]
 

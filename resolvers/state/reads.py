@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Hashable, Sequence
 from typing import TypeVar
 
 from openrl_inspect.context import Context
 from openrl_inspect.domain import OpHealth, SessionState
-from openrl_inspect.errors import InvalidInput, NotFound
+from openrl_inspect.errors import BadRecord, InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers.paging import Paged, paged
+from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
 from openrl_inspect.state.paging import ListRef, Position
 from openrl_inspect.state.records import (
@@ -22,6 +23,7 @@ from openrl_inspect.state.records import (
 )
 
 R = TypeVar("R")
+K = TypeVar("K", bound=Hashable)
 
 
 def _check_id(kind: str, ident: str) -> str:
@@ -32,6 +34,19 @@ def _check_id(kind: str, ident: str) -> str:
 
 def _ids(items: Sequence[Position]) -> list[str]:
     return [p.member for p in items]
+
+
+def _each(
+    loader: BatchLoader[K, R | None], keys: Sequence[K]
+) -> Awaitable[list[R | BadRecord | None]]:
+    """Load a page's records, each on its own: a bad one is its ``BadRecord``."""
+    return loader.load_each(keys, BadRecord)
+
+
+def _step_number(score: float) -> int:
+    # A score that is no step number (negative, fractional, huge, inf) becomes -1,
+    # which the store answers with a BadRecord for that step alone.
+    return int(score) if 0 <= score <= MAX_INT and score == int(score) else -1
 
 
 # -- root lookups -------------------------------------------------------------------------
@@ -71,7 +86,7 @@ async def sessions(
     ctx: Context, live: bool, first: int | None, after: str | None
 ) -> Paged[SessionRecord]:
     ref = ListRef("sessions", (SessionState.LIVE if live else SessionState.CLOSED,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.state.sessions.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.sessions, _ids(ps)))
 
 
 async def models_in_state(
@@ -80,14 +95,14 @@ async def models_in_state(
     if state not in MODEL_STATES:
         raise InvalidInput(f"unknown model state {state!r}")
     ref = ListRef("models_in_state", (state,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.state.models.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)))
 
 
 async def session_models(
     ctx: Context, sid: str, first: int | None, after: str | None
 ) -> Paged[ModelRecord]:
     ref = ListRef("session_models", (sid,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.state.models.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)))
 
 
 async def model_session(ctx: Context, rec: ModelRecord) -> SessionRecord | None:
@@ -103,11 +118,13 @@ async def model_steps(
         ref,
         first,
         after,
-        lambda ps: ctx.state.steps.load_many([(mid, int(p.score)) for p in ps]),
+        lambda ps: _each(ctx.state.steps, [(mid, _step_number(p.score)) for p in ps]),
     )
 
 
 async def model_step(ctx: Context, mid: str, n: int) -> StepRecord | None:
+    if not 0 <= n <= MAX_INT:
+        return None  # no such step is ever kept
     return await ctx.state.steps.load((mid, n))
 
 
@@ -120,7 +137,7 @@ async def step_ops(
         ref,
         first,
         after,
-        lambda ps: ctx.state.ops.load_many([(mid, p.member) for p in ps]),
+        lambda ps: _each(ctx.state.ops, [(mid, p.member) for p in ps]),
         newest_first=False,
     )
 
@@ -133,7 +150,7 @@ async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None)
         ref,
         first,
         after,
-        lambda ps: ctx.state.ops.load_many([(mid, p.member) for p in ps]),
+        lambda ps: _each(ctx.state.ops, [(mid, p.member) for p in ps]),
         newest_first=False,
     )
 
@@ -142,12 +159,12 @@ async def model_workers(
     ctx: Context, mid: str, first: int | None, after: str | None
 ) -> Paged[WorkerRecord]:
     ref = ListRef("model_workers", (mid,))
-    return await paged(ctx, ref, first, after, lambda ps: ctx.state.workers.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
 
 
 async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:
     ref = ListRef("workers")
-    return await paged(ctx, ref, first, after, lambda ps: ctx.state.workers.load_many(_ids(ps)))
+    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
 
 
 async def placements(
@@ -159,7 +176,7 @@ async def placements(
         ref,
         first,
         after,
-        lambda ps: ctx.state.placements.load_many([(mid, p.member) for p in ps]),
+        lambda ps: _each(ctx.state.placements, [(mid, p.member) for p in ps]),
     )
 
 

@@ -135,16 +135,16 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
         S.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
         S.model_workers(ctx, rec.id, ctx.limits.max_page_size, None),
     )
-    steps = [step for _, step in steps_page.items]
-    open_ops = [op for _, op in open_page.items]
+    steps = steps_page.readable()
+    open_ops = open_page.readable()
     op_pages, health = await asyncio.gather(
         asyncio.gather(
             *(S.step_ops(ctx, rec.id, s.step, ctx.limits.max_page_size, None) for s in steps)
         ),
         asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
     )
-    ops = [op for page in op_pages for _, op in page.items]
-    workers = [w for _, w in workers_page.items]
+    ops = [op for page in op_pages for op in page.readable()]
+    workers = workers_page.readable()
 
     per_minute, median_step, last_step = pace(steps)
     since_last = None if last_step is None else max(0.0, ctx.now - last_step)

@@ -13,6 +13,7 @@ from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
+from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON
 
@@ -35,8 +36,6 @@ class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLog
     id: strawberry.ID
     session_id: strawberry.ID
     base_model: str
-    lora: JSON = strawberry.field(description="LoRA configuration (rank, alpha, targets...).")
-    settings: JSON
     state: ModelState
     state_since: datetime | None
     created_at: datetime | None
@@ -48,6 +47,17 @@ class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLog
     step_count: int = strawberry.field(description="Steps taken (steps are numbered from 0).")
     kept_steps: int = strawberry.field(description="Steps still kept after retention trimming.")
 
+    _lora: strawberry.Private[JsonField]
+    _settings: strawberry.Private[JsonField]
+
+    @strawberry.field(description="LoRA configuration (rank, alpha, targets...).")
+    def lora(self) -> JSON:
+        return as_json(self._lora.value())
+
+    @strawberry.field
+    def settings(self) -> JSON:
+        return as_json(self._settings.value())
+
     @classmethod
     def from_record(cls, rec: ModelRecord) -> Model:
         transitions = sorted(rec.transitions.items(), key=lambda kv: kv[1])
@@ -55,8 +65,6 @@ class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLog
             id=strawberry.ID(rec.id),
             session_id=strawberry.ID(rec.session_id),
             base_model=rec.base_model,
-            lora=as_json(rec.lora),
-            settings=as_json(rec.settings),
             state=ModelState(rec.state),
             state_since=ts(rec.state_at),
             created_at=ts(rec.created_at),
@@ -68,6 +76,8 @@ class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLog
             latest_step=rec.latest_step,
             step_count=0 if rec.latest_step is None else rec.latest_step + 1,
             kept_steps=rec.kept_steps,
+            _lora=rec.lora,
+            _settings=rec.settings,
         )
 
     @strawberry.field

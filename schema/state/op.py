@@ -37,10 +37,13 @@ class Op:
     )
     duration_seconds: float | None = strawberry.field(description="From started to finished.")
     worker_id: str | None
-    metrics: JSON
     error: str | None
 
     _record: strawberry.Private[OpRecord]
+
+    @strawberry.field
+    def metrics(self) -> JSON:
+        return as_json(self._record.metrics.value())
 
     @classmethod
     def from_record(cls, rec: OpRecord) -> Op:
@@ -58,7 +61,6 @@ class Op:
             queue_wait_seconds=span(queued_from, rec.started_at),
             duration_seconds=span(rec.started_at, rec.finished_at),
             worker_id=rec.worker_id,
-            metrics=as_json(rec.metrics),
             error=rec.error,
             _record=rec,
         )

@@ -11,6 +11,7 @@ from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
+from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
 
@@ -24,24 +25,27 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 class Session(SessionMetricsFields, SessionLogFields):
     id: strawberry.ID
     owner: str
-    client: JSON = strawberry.field(description="Client and SDK information it reported.")
     created_at: datetime | None
     last_activity_at: datetime | None
     state: SessionState
     closed_at: datetime | None
+
+    _client: strawberry.Private[JsonField]
+
+    @strawberry.field(description="Client and SDK information it reported.")
+    def client(self) -> JSON:
+        return as_json(self._client.value())
 
     @classmethod
     def from_record(cls, rec: SessionRecord) -> Session:
         return cls(
             id=strawberry.ID(rec.id),
             owner=rec.owner,
-            client=as_json(rec.client),
             created_at=ts(rec.created_at),
             last_activity_at=ts(rec.last_activity_at),
-            state=SessionState(rec.state)
-            if rec.state in tuple(SessionState)
-            else SessionState.LIVE,
+            state=SessionState(rec.state),
             closed_at=ts(rec.closed_at),
+            _client=rec.client,
         )
 
     @strawberry.field(description="Models created under this session, newest first.")

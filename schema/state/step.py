@@ -9,6 +9,7 @@ import strawberry
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.common import Info, as_json, span, ts
 from openrl_inspect.schema.connection import Connection
+from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import StepRecord
 from strawberry.scalars import JSON
 
@@ -25,8 +26,13 @@ class Step:
     started_at: datetime | None
     finished_at: datetime | None
     duration_seconds: float | None
-    metrics: JSON = strawberry.field(description="Metrics the client reported for this step.")
     op_count: int
+
+    _metrics: strawberry.Private[JsonField]
+
+    @strawberry.field(description="Metrics the client reported for this step.")
+    def metrics(self) -> JSON:
+        return as_json(self._metrics.value())
 
     @classmethod
     def from_record(cls, rec: StepRecord) -> Step:
@@ -36,8 +42,8 @@ class Step:
             started_at=ts(rec.started_at),
             finished_at=ts(rec.finished_at),
             duration_seconds=span(rec.started_at, rec.finished_at),
-            metrics=as_json(rec.metrics),
             op_count=rec.op_count,
+            _metrics=rec.metrics,
         )
 
     @strawberry.field(description="The step's ops in the order they were accepted.")

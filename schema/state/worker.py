@@ -29,9 +29,12 @@ class Worker(WorkerClusterFields, WorkerMetricsFields):
     gpu_ids: list[str]
     started_at: datetime | None
     last_heartbeat_at: datetime | None
-    payload: JSON = strawberry.field(description="The last heartbeat's payload.")
 
     _record: strawberry.Private[WorkerRecord]
+
+    @strawberry.field(description="The last heartbeat's payload.")
+    def payload(self) -> JSON:
+        return as_json(self._record.payload.value())
 
     @classmethod
     def from_record(cls, rec: WorkerRecord) -> Worker:
@@ -44,7 +47,6 @@ class Worker(WorkerClusterFields, WorkerMetricsFields):
             gpu_ids=rec.gpu_ids,
             started_at=ts(rec.started_at),
             last_heartbeat_at=ts(rec.last_heartbeat_at),
-            payload=as_json(rec.payload),
             _record=rec,
         )
 

@@ -29,6 +29,7 @@ from openrl_inspect.resolvers.logs.reads import MAX_LOG_BYTES
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.state import keys
+from openrl_inspect.state.records import ModelRecord
 from support import pod_log_samples as S
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 from support.fake_kube import FakeKube, fake_kube
@@ -179,7 +180,7 @@ def got(logs: dict[str, Any]) -> list[Want]:
 
 async def failure_window(world: World, mid: str) -> tuple[datetime, datetime]:
     (rec,) = await world.store.models([mid])
-    assert rec is not None and rec.state == "failed"
+    assert isinstance(rec, ModelRecord) and rec.state == "failed"
     failed = datetime.fromtimestamp(rec.transitions["failed"], tz=UTC)
     return failed - timedelta(minutes=10), failed + timedelta(minutes=2)
 
@@ -475,7 +476,7 @@ async def test_no_worker_log_backend_is_a_coded_error(world: World) -> None:
 async def test_session_logs_merge_its_models(world: World, cloud: CloudLoggingSource) -> None:
     mid = world.sim.scenario_ids["failed"]
     (model,) = await world.store.models([mid])
-    assert model is not None
+    assert isinstance(model, ModelRecord)
     start = datetime.fromtimestamp(NOW, tz=UTC) - timedelta(hours=1)
     end = datetime.fromtimestamp(NOW, tz=UTC)
     query = f"""query($id: ID!, $since: DateTime, $until: DateTime, $after: String) {{

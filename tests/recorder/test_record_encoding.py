@@ -57,7 +57,7 @@ def test_a_session_reads_back_as_recorded(
     rec.session_opened(sid, owner, client_info, at=at)
     assert rec.flush() == 1
     got = SessionRecord.from_hash(client.hgetall(keys.session(sid)))
-    assert (got.id, got.owner, got.client, got.state) == (sid, owner, client_info, "live")
+    assert (got.id, got.owner, got.client.value(), got.state) == (sid, owner, client_info, "live")
     assert got.created_at == at and got.last_activity_at == at
 
 
@@ -78,7 +78,7 @@ def test_a_model_and_its_transitions_read_back_as_recorded(
     assert rec.flush() == 2
     got = ModelRecord.from_hash(client.hgetall(keys.model(mid)))
     assert (got.id, got.session_id, got.base_model) == (mid, sid, base)
-    assert (got.lora, got.settings) == (lora, model_settings)
+    assert (got.lora.value(), got.settings.value()) == (lora, model_settings)
     assert (got.state, got.state_at, got.failure_reason) == ("failed", later, "oom")
     assert got.transitions == {"waiting": at, "failed": later}
 
@@ -109,7 +109,7 @@ def test_a_heartbeat_reads_back_as_recorded(
     assert rec.flush() == 1
     got = WorkerRecord.from_hash(client.hgetall(keys.worker(wid)))
     assert (got.id, got.role, got.pod, got.node) == (wid, role, pod, node)
-    assert (got.model_id, got.gpu_ids, got.payload) == (model_id, gpus, payload)
+    assert (got.model_id, got.gpu_ids, got.payload.value()) == (model_id, gpus, payload)
     assert got.started_at == at and got.last_heartbeat_at == at
 
 

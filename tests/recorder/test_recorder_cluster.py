@@ -19,6 +19,7 @@ from openrl_inspect.recorder import (
     Retention,
 )
 from openrl_inspect.state import keys
+from openrl_inspect.state.records import ModelRecord, OpRecord
 from redis.crc import key_slot
 from support.recorder_faults import count_present, persist_on_shutdown
 from support.redis_server import RedisCluster, require_redis
@@ -104,10 +105,13 @@ async def _write_and_check(url: str, client: redis.RedisCluster) -> None:
     store = RedisStateStore.from_settings(RedisSettings(url=url, cluster=True))
     try:
         models = await store.models(["cl-sync", "cl-async"])
-        assert [m.state if m else None for m in models] == ["ended", "ended"]
-        assert all(m is not None and m.latest_step == 5 for m in models)
+        assert [m.state if isinstance(m, ModelRecord) else None for m in models] == [
+            "ended",
+            "ended",
+        ]
+        assert all(isinstance(m, ModelRecord) and m.latest_step == 5 for m in models)
         ops = await store.ops([("cl-sync", "cl-sync-o5"), ("cl-async", "cl-async-o0")])
-        assert all(o is not None and o.status == "succeeded" for o in ops)
+        assert all(isinstance(o, OpRecord) and o.status == "succeeded" for o in ops)
     finally:
         await store.aclose()
 

@@ -32,6 +32,7 @@ from openrl_inspect.recorder import (
 )
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import ListRef, PageRequest
+from openrl_inspect.state.records import ModelRecord, OpRecord, WorkerRecord
 from support.recorder_faults import SilentServer, count_present, persist_on_shutdown
 from support.redis_server import RedisServer, require_redis
 
@@ -143,12 +144,14 @@ async def test_sync_recorder_round_trip_through_the_reader(redis_server: Any) ->
     store = RedisStateStore(aioredis.Redis.from_url(redis_server.url, decode_responses=True))
     try:
         (model,) = await store.models(["m-rt"])
-        assert model is not None and model.latest_step == 19
+        assert isinstance(model, ModelRecord) and model.latest_step == 19
         (op,) = await store.ops([("m-rt", "rt-19-1")])
-        assert op is not None and op.status == "succeeded" and op.worker_id == "trainer-rt"
+        assert (
+            isinstance(op, OpRecord) and op.status == "succeeded" and op.worker_id == "trainer-rt"
+        )
         (w,) = await store.workers(["trainer-rt"])
-        assert w is not None and w.gpu_ids == ["GPU-a"]
-        assert set(w.payload["recorder"]) == {
+        assert isinstance(w, WorkerRecord) and w.gpu_ids == ["GPU-a"]
+        assert set(w.payload.value()["recorder"]) == {
             "recorded",
             "written",
             "dropped",

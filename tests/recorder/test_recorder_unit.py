@@ -22,6 +22,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from openrl_inspect.state import keys
+from openrl_inspect.state.records import ModelRecord
 
 QUIET = RecorderSettings(publish_counters=False, recorder_id="rec-test", flush_at_exit=False)
 
@@ -478,7 +479,7 @@ async def test_async_recorder_flushes_in_the_background_on_the_time_trigger() ->
         pytest.fail("the background flusher wrote nothing")
     store = RedisStateStore.in_memory(server)
     (model,) = await store.models(["m1"])
-    assert model is not None and model.latest_step == 0
+    assert isinstance(model, ModelRecord) and model.latest_step == 0
     st_ = await rec.close(timeout_s=5)
     assert st_.written == 2 and balanced(st_)
     assert await raw.hget(keys.recorder("a-1"), "written") == "2"

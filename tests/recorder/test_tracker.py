@@ -14,6 +14,7 @@ from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.state.paging import ListRef, PageRequest
+from openrl_inspect.state.records import PlacementRecord
 from openrl_inspect.tracker import TrackerSettings, run_tracker
 from support.harness import populate
 
@@ -47,6 +48,6 @@ async def test_tracker_records_what_kueue_admitted() -> None:
     assert all(page.total == 1 for page in got)
     records = await store.placements([(m.id, got[i].items[0].member) for i, m in enumerate(placed)])
     for model, rec in zip(placed, records, strict=True):
-        assert rec is not None and rec.released_at is None
+        assert isinstance(rec, PlacementRecord) and rec.released_at is None
         assert sorted(rec.gpu_ids) == sorted(g.uuid for g in sim.gpus_of(model))
         assert sorted(rec.pods) == sorted(w[2] for w in model.workers)

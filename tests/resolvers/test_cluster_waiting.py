@@ -17,6 +17,7 @@ from openrl_inspect.adapters.kubernetes import (
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
 from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time, parse_workload
 from openrl_inspect.resolvers.cluster.waiting import queue_position, waiting_seconds, why_waiting
+from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
 from support import kube_objects as ko
 
@@ -31,8 +32,8 @@ def model(
         id=mid,
         session_id="s",
         base_model="Qwen/Qwen3-8B",
-        lora={},
-        settings={},
+        lora=JsonField.of({}),
+        settings=JsonField.of({}),
         state=state,
         state_at=at,
         created_at=at,

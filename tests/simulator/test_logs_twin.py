@@ -14,6 +14,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.demo import DemoSettings, demo_backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror
+from openrl_inspect.state.records import ModelRecord
 from support.harness import populate
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +58,7 @@ async def test_scenarios_leave_their_traces() -> None:
 
     failed = of(lines, ids["failed"])
     (model,) = await store.models([ids["failed"]])
-    assert model is not None
+    assert isinstance(model, ModelRecord)
     errors = [line for line in failed if line["severity"] == "ERROR"]
     assert text(errors[1]) == "Traceback (most recent call last):"
     assert text(errors[-1]).startswith("torch.OutOfMemoryError: CUDA out of memory")

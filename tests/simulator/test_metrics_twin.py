@@ -18,6 +18,7 @@ from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator import metrics_twin as mt
 from openrl_inspect.state.paging import ListRef, PageRequest
+from openrl_inspect.state.records import PlacementRecord
 from support.harness import app_client, gql
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +109,9 @@ async def _ops_of(store: RedisStateStore, mid: str) -> list[Any]:
 async def _admitted(store: RedisStateStore, mid: str) -> float | None:
     page = (await store.pages([PageRequest(ListRef("placements", (mid,)), 10)]))[0]
     recs = await store.placements([(mid, p.member) for p in page.items])
-    times = [r.admitted_at for r in recs if r is not None and r.admitted_at is not None]
+    times = [
+        r.admitted_at for r in recs if isinstance(r, PlacementRecord) and r.admitted_at is not None
+    ]
     return min(times) if times else None
 
 

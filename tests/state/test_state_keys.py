@@ -56,7 +56,7 @@ def test_encode_decode_round_trip() -> None:
     )
     assert "ignored" not in h
     rec = ModelRecord.from_hash(h, latest_step=3, kept_steps=4)
-    assert rec.lora == {"rank": 8}
+    assert rec.lora.value() == {"rank": 8}
     assert rec.transitions == {"waiting": 1.0, "failed": 12.5}
     assert rec.failure_reason == "oom"
     assert rec.latest_step == 3

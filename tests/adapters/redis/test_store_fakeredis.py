@@ -9,6 +9,7 @@ from openrl_inspect.errors import SchemaVersionError
 from openrl_inspect.recorder import AsyncRecorder, Retention
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import ListRef, PageRequest
+from openrl_inspect.state.records import ModelRecord, StepRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +72,7 @@ async def test_steps_past_the_cap_are_trimmed_with_their_ops() -> None:
         rec.op_finished("m1", f"o{step}", at=float(step) + 0.5)
     await rec.flush()
     (model,) = await store.models(["m1"])
-    assert model is not None
+    assert isinstance(model, ModelRecord)
     assert model.latest_step == 11
     assert model.kept_steps == 5
     assert await raw.exists(keys.op("m1", "o0")) == 0
@@ -99,7 +100,7 @@ async def test_ended_model_expires_and_closed_session_too() -> None:
         assert 0 < await raw.ttl(key) <= ttl, key
     assert await raw.ttl(keys.session("s1")) > 0
     (model,) = await store.models(["m1"])
-    assert model is not None and model.state == "ended"
+    assert isinstance(model, ModelRecord) and model.state == "ended"
     assert set(model.transitions) == {"waiting", "ended"}
     (live,) = await store.pages([PageRequest(ListRef("sessions", ("live",)), 10)])
     assert live.total == 0
@@ -131,7 +132,7 @@ async def test_records_written_twice_read_once() -> None:
         rec.op_finished("m1", "o1", at=3.0)
     await rec.flush()
     (step,) = await store.steps([("m1", 0)])
-    assert step is not None and step.op_count == 1
+    assert isinstance(step, StepRecord) and step.op_count == 1
     (open_ops,) = await store.pages([PageRequest(ListRef("open_ops", ("m1",)), 10)])
     assert open_ops.total == 0
 
