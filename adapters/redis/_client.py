@@ -153,17 +153,20 @@ async def run(
     *,
     deadline_s: float,
     trips: RoundTrips,
+    raise_on_error: bool = True,
 ) -> list[Any]:
     """Queue commands with ``build`` on one non-transactional pipeline and execute it.
 
     One call is one round trip (one per node on a Cluster), whatever ``build`` queued.
+    With ``raise_on_error=False`` a command Redis refuses (a key of the wrong type) is
+    that command's result, an exception, and the others still answer.
     """
     pipe: Any = client.pipeline(transaction=False)
     build(pipe)
     if len(pipe) == 0:
         return []
     trips.count += 1
-    return await guarded(pipe.execute(), deadline_s)
+    return list(await guarded(pipe.execute(raise_on_error=raise_on_error), deadline_s))
 
 
 async def guarded(call: Awaitable[T], deadline_s: float) -> T:

@@ -212,12 +212,9 @@ class RedisStateStore:
         """Like ``_run``, but a command refused by Redis (a key of the wrong type) is
         that command's result, so it fails its own record and not the batch."""
         await self.check_schema()
-        pipe: Any = self._client.pipeline(transaction=False)
-        build(pipe)
-        if len(pipe) == 0:
-            return []
-        self.trips.count += 1
-        return list(await guarded(pipe.execute(raise_on_error=False), self._deadline))
+        return await run(
+            self._client, build, deadline_s=self._deadline, trips=self.trips, raise_on_error=False
+        )
 
     async def sessions(self, ids: Sequence[str]) -> list[SessionRecord | BadRecord | None]:
         raw = await self._run_records(lambda pipe: [_hgetall(pipe, keys.session(i)) for i in ids])
