@@ -33,23 +33,17 @@ def _code(body: dict[str, Any]) -> str:
     return str(body["errors"][0]["extensions"]["code"])
 
 
-async def test_the_documents_default_counts_and_the_bypass_is_refused_fast(
+async def test_the_documents_default_counts_and_the_bypass_is_refused_before_any_call(
     store: CountingStore,
 ) -> None:
-    timings = []
+    # How fast the refusal is, is measured in bench/bench_refusal.py (about 20 ms here;
+    # executing the query took 78 s before the cost counted the document's defaults).
     async with app_client(store) as client:  # type: ignore[arg-type]
         await gql(client, "{ sessions(first: 1) { totalCount } }")  # warm up
         before = store.calls
-        for _ in range(5):
-            started = time.perf_counter()
-            body = await gql(client, BYPASS)
-            timings.append(time.perf_counter() - started)
-            assert _code(body) == "QUERY_TOO_COSTLY" and body["data"] is None
+        body = await gql(client, BYPASS)
+    assert _code(body) == "QUERY_TOO_COSTLY" and body["data"] is None
     assert store.calls == before, "a refused query made a backend call"
-    # The best of five, so a busy test machine's scheduling does not decide the result
-    # (typically about 20 ms; executing it took 78 s before the cost counted defaults).
-    elapsed = min(timings)
-    assert elapsed < 0.05, f"refused in {elapsed * 1e3:.0f} ms"
 
 
 @pytest.mark.parametrize(
