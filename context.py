@@ -47,6 +47,13 @@ class Limits:
     stuck_after_s: float = 600.0
 
 
+def _raw_query_off() -> RawQuerySettings:
+    # Imported when a Backends is built: importing this module needs no adapter.
+    from openrl_inspect.adapters.prometheus import RawQuerySettings
+
+    return RawQuerySettings()
+
+
 @dataclass
 class Backends:
     """The long-lived clients, opened once in the app's lifespan.
@@ -62,16 +69,10 @@ class Backends:
     # The raw PromQL source behind ``gpu_metrics``, for the guarded raw-query field.
     prometheus: MetricsSource | None = None
     # The guarded raw-query field's switch and caps (off by default).
-    raw_query: RawQuerySettings = field(default_factory=lambda: _raw_query_off())
+    raw_query: RawQuerySettings = field(default_factory=_raw_query_off)
     logs: LogSource | None = None
     # Pod logs from the Kubernetes API: the worker logs when Cloud Logging is not there.
     pod_logs: PodLogReader | None = None
-
-
-def _raw_query_off() -> RawQuerySettings:
-    from openrl_inspect.adapters.prometheus import RawQuerySettings
-
-    return RawQuerySettings()
 
 
 @dataclass

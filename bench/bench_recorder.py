@@ -44,6 +44,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from support.redis_server import RedisServer
+from workload import calibrate, cpu_work
 
 KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
 
@@ -67,26 +68,7 @@ def gate(xs: list[float], unit: str, within: Callable[[float], bool]) -> str:
     return f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held}"
 
 
-def cpu_work(n: int) -> int:
-    """Pure-Python work that holds the GIL (tokenising, bookkeeping, kernel launches)."""
-    acc = 0
-    for i in range(n):
-        acc = (acc * 31 + i) & 0xFFFFFFFF
-    return acc
-
-
-def calibrate(target_s: float) -> int:
-    n = 10_000
-    while True:
-        t = time.perf_counter()
-        cpu_work(n)
-        dt = time.perf_counter() - t
-        if dt > 0.05:
-            return max(1, int(n * target_s / dt))
-        n *= 2
-
-
-FLUSHER = "auto"  # --flusher
+FLUSHER = "thread"  # --flusher (the recorder's default)
 # Each round of 3. and 4. alternates this many blocks off and on (ABBA...), pooled per
 # side: load that comes and goes over seconds on a shared machine hits both alike.
 BLOCKS = 6
@@ -362,7 +344,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
-    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="auto")
+    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     ns = parser.parse_args()
     if ns.rounds < 7 and not ns.quick:
         parser.error("--rounds: at least 7 alternating rounds for the gates")

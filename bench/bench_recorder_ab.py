@@ -33,26 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderSettings, WorkerInfo
 from support.redis_server import RedisServer
+from workload import calibrate, cpu_work
 
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_work(n: int) -> int:
-    acc = 0
-    for i in range(n):
-        acc = (acc * 31 + i) & 0xFFFFFFFF
-    return acc
-
-
-def calibrate(target_s: float) -> int:
-    n = 10_000
-    while True:
-        t = time.perf_counter()
-        cpu_work(n)
-        dt = time.perf_counter() - t
-        if dt > 0.05:
-            return max(1, int(n * target_s / dt))
-        n *= 2
 
 
 FLUSHERS: list[int] = []  # pids of flusher processes (process mode)
@@ -235,7 +218,7 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
     ]
 
 
-FLUSHER = "auto"  # --flusher
+FLUSHER = "thread"  # --flusher (the recorder's default)
 # Each round alternates this many blocks off and on (ABBA...), pooled per side: load
 # that comes and goes over seconds on a shared machine hits both sides alike.
 BLOCKS = 6
@@ -264,5 +247,5 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--sync-points", action="store_true", help="trainer calls flush_soon()")
-    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="auto")
+    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     main(parser.parse_args())

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from openrl_inspect.domain import ModelState, OpStatus, SessionState
+from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
 from openrl_inspect.recorder._batch import Batch
 from openrl_inspect.recorder._scripts import EXPIRE_MODEL, TRIM_STEPS, model_prefix
 from openrl_inspect.state import keys
@@ -110,7 +110,7 @@ def model_state(b: Batch, mid: str, state: str, at: float, reason: str | None = 
         if other != state:
             b.zrem(keys.models_in_state(other), mid)
     b.zadd(keys.models_in_state(state), mid, at)
-    if state in keys.TERMINAL_STATES:
+    if state in TERMINAL_STATES:
         ttl = b.r.ended_model_ttl_s
         b.trim_score(keys.models_in_state(state), at - ttl)
         b.script(EXPIRE_MODEL, keys.model(mid), int(ttl), model_prefix(mid))

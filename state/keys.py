@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-from openrl_inspect import domain
 from openrl_inspect.domain import ModelState
 
 PREFIX = "oi"
@@ -21,7 +20,6 @@ SCHEMA_VERSION_KEY = f"{PREFIX}:schema_version"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
 MODEL_STATES = tuple(ModelState)
-TERMINAL_STATES = tuple(s for s in ModelState if s in domain.TERMINAL_STATES)
 
 
 def valid_id(value: str) -> bool:

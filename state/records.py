@@ -17,6 +17,7 @@ import orjson
 from openrl_inspect.domain import ModelState, OpStatus, SessionState
 from openrl_inspect.state import decode as d
 from openrl_inspect.state.decode import JsonField
+from openrl_inspect.state.keys import MODEL_STATES
 
 JsonDict = dict[str, Any]
 
@@ -52,7 +53,6 @@ def encode(values: Mapping[str, Any]) -> dict[str, str]:
 
 
 _SESSION_STATES = tuple(SessionState)
-_MODEL_STATES = tuple(ModelState)
 _OP_STATUSES = tuple(OpStatus)
 
 
@@ -100,8 +100,6 @@ class ModelRecord:
     def from_hash(
         cls, h: Mapping[str, str], latest_step: float | None = None, kept_steps: int = 0
     ) -> ModelRecord:
-        from openrl_inspect.state.keys import MODEL_STATES
-
         transitions: dict[str, float] = {}
         for state in MODEL_STATES:
             at = d.time(h, f"{state}_at")
@@ -118,7 +116,7 @@ class ModelRecord:
             base_model=d.text(h, "base_model"),
             lora=JsonField("model", ident, "lora", h.get("lora")),
             settings=JsonField("model", ident, "settings", h.get("settings")),
-            state=d.choice(h, "state", _MODEL_STATES, ModelState.WAITING),
+            state=d.choice(h, "state", MODEL_STATES, ModelState.WAITING),
             state_at=d.time(h, "state_at"),
             created_at=d.time(h, "created_at"),
             transitions=transitions,

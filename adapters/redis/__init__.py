@@ -2,8 +2,9 @@
 
 The public surface. ``StateStore`` is the protocol the loaders use;
 ``RedisStateStore.from_settings`` opens the real one (standalone or Cluster) and
-``memory.in_memory_store`` the twin: the same class over an in-process fakeredis, so the
-demo and unit tests run the real command path. ``RedisClientLogs`` reads the client
+``RedisStateStore.in_memory`` the twin: the same class over an in-process fakeredis, so
+the demo and unit tests run the real command path (no ``memory.py`` of its own: the
+twin cannot drift from the adapter because it is the adapter). ``RedisClientLogs`` reads the client
 logs OpenRL's recorder keeps beside the state.
 
 Private modules::

@@ -50,7 +50,6 @@ def _owner(module: str) -> str:
 
 
 def _private_uses(name: str, tree: ast.AST) -> list[str]:
-    package = name if name.endswith("__init__") else name.rsplit(".", 1)[0]
     uses: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -65,7 +64,6 @@ def _private_uses(name: str, tree: ast.AST) -> list[str]:
             owner = _owner(target)
             if owner != target and not (name == owner or name.startswith(owner + ".")):
                 uses.append(f"{name} uses {target} (private to {owner})")
-    del package
     return uses
 
 
