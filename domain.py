@@ -92,3 +92,46 @@ class WaitKind(StrEnum):
     CONTAINER_WAITING = "CONTAINER_WAITING"
     NO_WORKLOAD_FOR_PODS = "NO_WORKLOAD_FOR_PODS"
     NOTHING_FOUND = "NOTHING_FOUND"
+
+
+class GpuHealth(StrEnum):
+    """A GPU's health as the cluster reports it (DRA device taints)."""
+
+    HEALTHY = "HEALTHY"
+    UNHEALTHY = "UNHEALTHY"  # a NoSchedule/NoExecute taint keeps claims off it
+
+
+class CauseKind(StrEnum):
+    """What a diagnosed cause is: why a model is slow, stuck, waiting or dead."""
+
+    # Waiting for GPUs: Kueue, the scheduler, DRA.
+    NOT_QUEUED = "NOT_QUEUED"  # no Workload for the model's job
+    WORKLOAD_INACTIVE = "WORKLOAD_INACTIVE"
+    QUOTA = "QUOTA"
+    INADMISSIBLE = "INADMISSIBLE"
+    ADMISSION_CHECK = "ADMISSION_CHECK"
+    PREEMPTED = "PREEMPTED"
+    EVICTED = "EVICTED"
+    UNSCHEDULABLE = "UNSCHEDULABLE"
+    CLAIM_UNALLOCATED = "CLAIM_UNALLOCATED"
+    WAITING_OTHER = "WAITING_OTHER"  # pending, gated, starting: the top wait reason
+    # Containers and pods.
+    OOM_KILLED = "OOM_KILLED"
+    CRASH_LOOP = "CRASH_LOOP"
+    IMAGE_PULL = "IMAGE_PULL"
+    CONTAINER_CONFIG = "CONTAINER_CONFIG"
+    POD_FAILED = "POD_FAILED"
+    GPU_UNHEALTHY = "GPU_UNHEALTHY"
+    # OpenRL's own state.
+    MODEL_FAILED = "MODEL_FAILED"
+    WORKER_LOST = "WORKER_LOST"
+    OPS_LOST = "OPS_LOST"
+    OP_STUCK = "OP_STUCK"
+    OP_FAILED = "OP_FAILED"
+    STALLED = "STALLED"
+    # Slow rather than stopped.
+    IDLE_RESERVATION = "IDLE_RESERVATION"
+    SAMPLER_SLOW = "SAMPLER_SLOW"
+    TRAINER_SLOW = "TRAINER_SLOW"
+    CLIENT_BOUND = "CLIENT_BOUND"
+    PACE_REGRESSION = "PACE_REGRESSION"

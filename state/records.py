@@ -234,3 +234,53 @@ class PlacementRecord:
             admitted_at=d.time(h, "admitted_at"),
             released_at=d.time(h, "released_at"),
         )
+
+
+def _number(entry: Mapping[str, Any], name: str) -> float | None:
+    value = entry.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value == value and abs(value) != float("inf") else None
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerBatchRecord:
+    """One sampler batch as the recorder writes it (a JSON member of the model's
+    sampler-batch ZSET): size, tokens in and out, latency and the queue behind it."""
+
+    id: str
+    model_id: str
+    at: float
+    worker: str | None
+    op_id: str | None
+    batch_size: int | None
+    prompt_tokens: int | None
+    generated_tokens: int | None
+    latency_s: float | None
+    queue_depth: int | None
+
+    @classmethod
+    def from_json(cls, model_id: str, entry: Mapping[str, Any]) -> SamplerBatchRecord:
+        """Raises ``DecodeError`` when the entry has no time; other fields go None when
+        absent or of the wrong type (one bad field spoils only itself)."""
+        at = _number(entry, "t")
+        if at is None:
+            raise d.DecodeError("sampler batch: field t (its time) is missing or not a number")
+
+        def count(name: str) -> int | None:
+            value = _number(entry, name)
+            return None if value is None or value < 0 else int(value)
+
+        worker, op_id = entry.get("worker"), entry.get("op_id")
+        return cls(
+            id=str(entry.get("id", "")),
+            model_id=model_id,
+            at=at,
+            worker=worker if isinstance(worker, str) else None,
+            op_id=op_id if isinstance(op_id, str) else None,
+            batch_size=count("batch_size"),
+            prompt_tokens=count("prompt_tokens"),
+            generated_tokens=count("generated_tokens"),
+            latency_s=_number(entry, "latency_s"),
+            queue_depth=count("queue_depth"),
+        )

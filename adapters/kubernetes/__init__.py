@@ -15,6 +15,8 @@ answered while its kind was not synced is visible only through ``status()``.
 Private modules, one concept each::
 
     _records           records, keys, Listing, status types
+    _dra_records       GPU devices, their taints, ResourceClaims
+    _event_records     Events and the objects they regard
     _resources         the watched resources and the verbs used (RBAC)
     _parse             JSON -> pod, node, Kueue workload records
     _dra               JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
@@ -36,6 +38,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from openrl_inspect.adapters.kubernetes._dra_records import (
+    BLOCKING_TAINT_EFFECTS,
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    DeviceTaint,
+    GpuDevice,
+    SliceRecord,
+)
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
@@ -48,14 +61,9 @@ from openrl_inspect.adapters.kubernetes._records import (
     NVIDIA_GPU_DRIVER,
     ROLE_LABEL,
     Admission,
-    AllocatedDevice,
-    ClaimConsumer,
-    ClaimRecord,
-    ClaimRequest,
     Condition,
     ContainerState,
     DeviceKey,
-    GpuDevice,
     KindStatus,
     Listing,
     NodeRecord,
@@ -65,9 +73,9 @@ from openrl_inspect.adapters.kubernetes._records import (
     PodSet,
     PodSetAssignment,
     SchedulingFailure,
-    SliceRecord,
     SourceStatus,
     Taint,
+    Termination,
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._resources import (
@@ -82,6 +90,7 @@ if TYPE_CHECKING:
     from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
 __all__ = [
+    "BLOCKING_TAINT_EFFECTS",
     "GPU_RESOURCE",
     "LOG_READS",
     "MODEL_ID_LABEL",
@@ -97,6 +106,8 @@ __all__ = [
     "Condition",
     "ContainerState",
     "DeviceKey",
+    "DeviceTaint",
+    "EventRecord",
     "GpuDevice",
     "KindStatus",
     "KubernetesCacheSource",
@@ -105,6 +116,7 @@ __all__ = [
     "Listing",
     "NodeRecord",
     "ObjectKey",
+    "ObjectRef",
     "PodLogReader",
     "PodLogSettings",
     "PodLogSource",
@@ -116,6 +128,7 @@ __all__ = [
     "SliceRecord",
     "SourceStatus",
     "Taint",
+    "Termination",
     "WatchedResource",
     "WorkloadRecord",
     "load_pod_log_settings",

@@ -10,6 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from openrl_inspect.adapters.kubernetes._dra_records import (
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    GpuDevice,
+    SliceRecord,
+)
 from openrl_inspect.adapters.kubernetes._parse import (
     Json,
     _int,
@@ -19,14 +27,6 @@ from openrl_inspect.adapters.kubernetes._parse import (
     _str,
     parse_quantity,
     parse_time,
-)
-from openrl_inspect.adapters.kubernetes._records import (
-    AllocatedDevice,
-    ClaimConsumer,
-    ClaimRecord,
-    ClaimRequest,
-    GpuDevice,
-    SliceRecord,
 )
 
 # --- DRA: resource slices and claims -----------------------------------------------------

@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from openrl_inspect.adapters.kubernetes._dra_records import (
+    ClaimRecord,
+    GpuDevice,
+)
 from openrl_inspect.adapters.kubernetes._records import (
     MODEL_ID_LABEL,
-    ClaimRecord,
     DeviceKey,
-    GpuDevice,
     Listing,
     NodeRecord,
     ObjectKey,

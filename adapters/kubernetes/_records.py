@@ -60,8 +60,34 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
+class Termination:
+    """How a container run ended (``state.terminated`` or ``lastState.terminated``).
+
+    ``reason`` is the kubelet's word: ``OOMKilled``, ``Error``, ``Completed``,
+    ``ContainerStatusUnknown``, ...; ``exit_code`` 137 with ``signal`` 9 is a SIGKILL.
+    """
+
+    reason: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    message: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def oom_killed(self) -> bool:
+        return self.reason == "OOMKilled"
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerState:
-    """One container's state; ``state`` is waiting, running, terminated or unknown."""
+    """One container's state; ``state`` is waiting, running, terminated or unknown.
+
+    ``reason``/``message``/``exit_code``/``signal`` and the times describe the current
+    state (a waiting reason such as ``CrashLoopBackOff``, or the current termination);
+    ``last_termination`` is the previous run's end (``lastState.terminated``), which is
+    where an OOM kill shows once the kubelet restarts the container.
+    """
 
     name: str
     state: str
@@ -73,6 +99,9 @@ class ContainerState:
     exit_code: int | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    signal: int | None = None
+    image: str | None = None
+    last_termination: Termination | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,97 +230,6 @@ class WorkloadRecord:
     def is_true(self, type_: str) -> bool:
         cond = self.condition(type_)
         return cond is not None and cond.status == "True"
-
-
-@dataclass(frozen=True, slots=True)
-class GpuDevice:
-    """One device a DRA driver publishes in a ResourceSlice (newest pool generation)."""
-
-    driver: str
-    pool: str
-    pool_generation: int
-    node_name: str | None
-    device: str
-    device_type: str | None
-    uuid: str | None
-    index: int | None
-    minor: int | None
-    product_name: str | None
-    architecture: str | None
-    driver_version: str | None
-    pci_bus_id: str | None
-    memory_bytes: int | None
-    slice_name: str
-
-    @property
-    def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.device)
-
-
-@dataclass(frozen=True, slots=True)
-class SliceRecord:
-    """A ResourceSlice reduced to its pool identity and the devices the inspector keeps."""
-
-    name: str
-    driver: str
-    pool: str
-    pool_generation: int
-    node_name: str | None
-    devices: tuple[GpuDevice, ...]
-
-    @property
-    def key(self) -> ObjectKey:
-        return ObjectKey("", self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class AllocatedDevice:
-    request: str
-    driver: str
-    pool: str
-    device: str
-
-    @property
-    def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.device)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimConsumer:
-    """An entry of ``status.reservedFor`` (``resource`` is ``pods`` in practice)."""
-
-    resource: str
-    name: str
-    uid: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRequest:
-    name: str
-    device_class: str | None
-    count: int | None
-    allocation_mode: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRecord:
-    namespace: str
-    name: str
-    uid: str
-    requests: tuple[ClaimRequest, ...]
-    allocated: bool
-    devices: tuple[AllocatedDevice, ...]
-    reserved_for: tuple[ClaimConsumer, ...]
-    created: float | None
-    deleting: bool
-
-    @property
-    def key(self) -> ObjectKey:
-        return ObjectKey(self.namespace, self.name)
-
-    @property
-    def reserved_pods(self) -> tuple[ClaimConsumer, ...]:
-        return tuple(c for c in self.reserved_for if c.resource == "pods")
 
 
 @dataclass(frozen=True, slots=True)

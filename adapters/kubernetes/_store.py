@@ -13,14 +13,16 @@ import bisect
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
-from openrl_inspect.adapters.kubernetes._records import (
+from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
-    DeviceKey,
     GpuDevice,
+    SliceRecord,
+)
+from openrl_inspect.adapters.kubernetes._records import (
+    DeviceKey,
     NodeRecord,
     ObjectKey,
     PodRecord,
-    SliceRecord,
     WorkloadRecord,
 )
 

@@ -12,10 +12,12 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._records import (
+from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
-    DeviceKey,
     GpuDevice,
+)
+from openrl_inspect.adapters.kubernetes._records import (
+    DeviceKey,
     Listing,
     NodeRecord,
     ObjectKey,

@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from openrl_inspect.adapters.kubernetes._dra_records import (
+    ClaimRecord,
+    GpuDevice,
+    SliceRecord,
+)
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
     NODES,
@@ -22,13 +27,10 @@ from openrl_inspect.adapters.kubernetes._queries import (
     Selector,
 )
 from openrl_inspect.adapters.kubernetes._records import (
-    ClaimRecord,
-    GpuDevice,
     KindStatus,
     NodeRecord,
     ObjectKey,
     PodRecord,
-    SliceRecord,
     SourceStatus,
     WorkloadRecord,
 )
