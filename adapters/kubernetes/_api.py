@@ -21,11 +21,12 @@ import orjson
 from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    JOBS,
+    JOBSET_GROUP,
     KUEUE_GROUP,
     NODES,
     PODS,
     RESOURCE_SLICES,
-    WORKLOADS,
     WatchedResource,
 )
 from openrl_inspect.adapters.kubernetes._settings import DRA_VERSIONS, KubernetesSettings
@@ -152,6 +153,11 @@ class KubeApi:
         self.counts: Counter[tuple[str, str]] = Counter()
         self._core: Any = kclient.CoreV1Api(api_client)
         self._custom: Any = kclient.CustomObjectsApi(api_client)
+        # Custom resources (CRDs), by group: the version each is read at.
+        self._custom_versions = {
+            KUEUE_GROUP: settings.kueue_version,
+            JOBSET_GROUP: settings.jobset_version,
+        }
         self._dra_version: str | None = (
             None if settings.dra_version == "auto" else settings.dra_version
         )
@@ -204,9 +210,16 @@ class KubeApi:
             )
         elif resource is NODES:
             call = self._core.list_node_without_preload_content
-        elif resource is WORKLOADS:
+        elif resource is JOBS:
+            batch = kclient.BatchV1Api(self.client)
+            call = (
+                batch.list_namespaced_job_without_preload_content
+                if ns
+                else batch.list_job_for_all_namespaces_without_preload_content
+            )
+        elif resource.group in self._custom_versions:
             custom = self._custom
-            gv = (KUEUE_GROUP, self.settings.kueue_version)
+            gv = (resource.group, self._custom_versions[resource.group])
             args = (*gv, *args, resource.resource)
             call = (
                 custom.list_namespaced_custom_object_without_preload_content

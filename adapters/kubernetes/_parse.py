@@ -14,14 +14,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from openrl_inspect.adapters.kubernetes._records import (
+    DEFAULT_LABELS,
     GPU_RESOURCE,
-    MODEL_ID_LABEL,
-    ROLE_LABEL,
+    JOB_CONTROLLER_UID_LABELS,
+    JOBSET_UID_LABEL,
+    KUEUE_JOB_UID_LABEL,
     Admission,
     Condition,
     ContainerState,
+    JobRecord,
+    LabelKeys,
     NodeRecord,
     ObjectKey,
+    OwnerRef,
     PodRecord,
     PodResourceClaim,
     PodSet,
@@ -202,7 +207,21 @@ def _pod_claims(spec: Json, status: Json) -> tuple[PodResourceClaim, ...]:
     return tuple(out)
 
 
-def parse_pod(obj: Json) -> PodRecord | None:
+def owner_refs(metadata: Json) -> tuple[OwnerRef, ...]:
+    """``metadata.ownerReferences``, the controlling owner first."""
+    refs = []
+    for ref in _list(metadata, "ownerReferences"):
+        kind, name, uid = _str(ref, "kind"), _str(ref, "name"), _str(ref, "uid")
+        if kind and name and uid:
+            refs.append(OwnerRef(kind, name, uid, controller=ref.get("controller") is True))
+    return tuple(sorted(refs, key=lambda r: not r.controller))
+
+
+def _unique(values: Sequence[str | None]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+def parse_pod(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> PodRecord | None:
     meta = _meta(obj)
     if meta is None:
         return None
@@ -215,10 +234,10 @@ def parse_pod(obj: Json) -> PodRecord | None:
             failure = SchedulingFailure(cond.reason, cond.message, cond.last_transition)
     containers = tuple(_container_state(s, True) for s in _list(status, "initContainerStatuses"))
     containers += tuple(_container_state(s, False) for s in _list(status, "containerStatuses"))
-    owner_kind = owner_name = None
-    for ref in _list(metadata, "ownerReferences"):
-        if ref.get("controller") is True:
-            owner_kind, owner_name = _str(ref, "kind"), _str(ref, "name")
+    owners = owner_refs(metadata)
+    controller = owners[0] if owners and owners[0].controller else None
+    job_labels = (labels.get(k) for k in (*JOB_CONTROLLER_UID_LABELS, JOBSET_UID_LABEL))
+    job_uids = _unique([controller.uid if controller else None, *job_labels])
     return PodRecord(
         namespace=namespace,
         name=name,
@@ -226,18 +245,19 @@ def parse_pod(obj: Json) -> PodRecord | None:
         phase=_str(status, "phase"),
         node_name=_str(spec, "nodeName") or None,
         labels=labels,
-        model_id=labels.get(MODEL_ID_LABEL),
-        worker_role=labels.get(ROLE_LABEL),
+        model_id=labels.get(keys.model),
+        worker_role=labels.get(keys.role),
         conditions=conditions,
         containers=containers,
         scheduling_failure=failure,
         resource_claims=_pod_claims(spec, status),
         gpu_request=_gpu_request(spec),
-        owner_kind=owner_kind,
-        owner_name=owner_name,
+        owner_kind=controller.kind if controller else None,
+        owner_name=controller.name if controller else None,
         created=parse_time(metadata.get("creationTimestamp")),
         started=parse_time(status.get("startTime")),
         deleting=bool(metadata.get("deletionTimestamp")),
+        job_uids=job_uids,
     )
 
 
@@ -272,12 +292,23 @@ def parse_node(obj: Json) -> NodeRecord | None:
 # --- Kueue workloads ---------------------------------------------------------------------
 
 
-def parse_workload(obj: Json) -> WorkloadRecord | None:
+def _template_model(pod_sets: Sequence[Any], key: str) -> str | None:
+    """The model label of the pod sets' templates: Kueue copies the job's pod template
+    into the Workload, labels included, whatever ``labelKeysToCopy`` says."""
+    for item in pod_sets:
+        value = _str_map(_map(_map(item, "template"), "metadata").get("labels")).get(key)
+        if value:
+            return value
+    return None
+
+
+def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecord | None:
     meta = _meta(obj)
     if meta is None:
         return None
     namespace, name, uid, labels = meta
     spec, status = _map(obj, "spec"), _map(obj, "status")
+    owners = owner_refs(_map(obj, "metadata"))
     admission = None
     raw_admission = _map(status, "admission")
     if raw_admission:
@@ -298,7 +329,7 @@ def parse_workload(obj: Json) -> WorkloadRecord | None:
         name=name,
         uid=uid,
         labels=labels,
-        model_id=labels.get(MODEL_ID_LABEL),
+        model_id=labels.get(keys.model) or _template_model(_list(spec, "podSets"), keys.model),
         queue_name=_str(spec, "queueName"),
         priority=_int(spec.get("priority")),
         priority_class=_str(spec, "priorityClassName"),
@@ -311,4 +342,30 @@ def parse_workload(obj: Json) -> WorkloadRecord | None:
         admission=admission,
         requeue_count=_int(_map(status, "requeueState").get("count")),
         created=parse_time(_map(obj, "metadata").get("creationTimestamp")),
+        job_uids=_unique([*(o.uid for o in owners), labels.get(KUEUE_JOB_UID_LABEL)]),
+        owners=owners,
+    )
+
+
+# --- jobs --------------------------------------------------------------------------------
+
+
+def parse_job(obj: Json, kind: str, keys: LabelKeys = DEFAULT_LABELS) -> JobRecord | None:
+    """A batch/v1 Job or a JobSet (``kind``); both suspend with ``spec.suspend``."""
+    meta = _meta(obj)
+    if meta is None:
+        return None
+    namespace, name, uid, labels = meta
+    metadata = _map(obj, "metadata")
+    owners = [o.uid for o in owner_refs(metadata)]
+    return JobRecord(
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        labels=labels,
+        model_id=labels.get(keys.model),
+        owner_uids=_unique([*owners, labels.get(JOBSET_UID_LABEL) if kind == "Job" else None]),
+        suspended=_map(obj, "spec").get("suspend") is True,
+        created=parse_time(metadata.get("creationTimestamp")),
     )

@@ -19,8 +19,9 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     GpuDevice,
 )
 from openrl_inspect.adapters.kubernetes._records import (
-    MODEL_ID_LABEL,
+    DEFAULT_LABELS,
     DeviceKey,
+    LabelKeys,
     Listing,
     NodeRecord,
     ObjectKey,
@@ -34,6 +35,8 @@ T = TypeVar("T")
 
 PODS, NODES, WORKLOADS = "pods", "nodes", "workloads"
 SLICES, CLAIMS = "resourceslices", "resourceclaims"
+JOBS, JOBSETS = "jobs", "jobsets"
+
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
@@ -48,6 +51,9 @@ class Selector:
 
 
 ALL = Selector()
+# What a read by model needs beside its own kind: the kinds that link objects by
+# ownership (``_links``); unlabelled, so a direct read cannot narrow them.
+_OWNERSHIP = {WORKLOADS: ALL, JOBS: ALL, JOBSETS: ALL}
 
 
 def field_equals(field: str, value: str) -> str:
@@ -113,6 +119,9 @@ class KubernetesSource(abc.ABC):
     for a negative limit. In steady state no read reaches the API server.
     """
 
+    #: The label keys naming a model and a role (settings; the real source sets them).
+    labels: LabelKeys = DEFAULT_LABELS
+
     @abc.abstractmethod
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved: ...
 
@@ -134,10 +143,10 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         selector = Selector(
             namespace=namespace,
-            labels=label_in(MODEL_ID_LABEL, [model_id]) if model_id is not None else None,
+            labels=label_in(self.labels.model, [model_id]) if model_id is not None else None,
             fields=field_equals("spec.nodeName", node_name) if node_name is not None else None,
         )
-        r = await self._resolve({PODS: selector})
+        r = await self._resolve({**_OWNERSHIP, PODS: selector})
         return r.one(
             r.view.list_pods(
                 model_id=model_id,
@@ -152,7 +161,7 @@ class KubernetesSource(abc.ABC):
     async def get_pods(self, keys: Sequence[ObjectKey]) -> list[PodRecord | None]:
         if not keys:
             return []
-        r = await self._resolve({PODS: by_keys(keys)})
+        r = await self._resolve({**_OWNERSHIP, PODS: by_keys(keys)})
         return r.view.get_pods(keys)
 
     async def pods_by_model(
@@ -161,7 +170,8 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not model_ids:
             return []
-        r = await self._resolve({PODS: Selector(labels=label_in(MODEL_ID_LABEL, model_ids))})
+        by_label = Selector(labels=label_in(self.labels.model, model_ids))
+        r = await self._resolve({**_OWNERSHIP, PODS: by_label})
         return r.many(r.view.pods_by_model(model_ids, limit))
 
     async def pods_by_node(
@@ -170,8 +180,19 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not node_names:
             return []
-        r = await self._resolve({PODS: by_field("spec.nodeName", node_names)})
+        r = await self._resolve({**_OWNERSHIP, PODS: by_field("spec.nodeName", node_names)})
         return r.many(r.view.pods_by_node(node_names, limit))
+
+    async def pods_for_workloads(
+        self, keys: Sequence[ObjectKey], limit: int = 100
+    ) -> list[Listing[PodRecord]]:
+        """The pods of each Workload's job (owner references and the controllers' UID
+        labels), one listing per Workload key."""
+        check_limit(limit)
+        if not keys:
+            return []
+        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        return r.many(r.view.pods_for_workloads(keys, limit))
 
     # --- nodes --------------------------------------------------------------------------
 
@@ -230,8 +251,8 @@ class KubernetesSource(abc.ABC):
         limit: int = 100,
     ) -> Listing[WorkloadRecord]:
         check_limit(limit)
-        labels = label_in(MODEL_ID_LABEL, [model_id]) if model_id is not None else None
-        r = await self._resolve({WORKLOADS: Selector(namespace=namespace, labels=labels)})
+        workloads = Selector(namespace=namespace)
+        r = await self._resolve({**_OWNERSHIP, WORKLOADS: workloads, PODS: ALL})
         return r.one(
             r.view.list_workloads(namespace=namespace, model_id=model_id, after=after, limit=limit)
         )
@@ -242,8 +263,15 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not model_ids:
             return []
-        r = await self._resolve({WORKLOADS: Selector(labels=label_in(MODEL_ID_LABEL, model_ids))})
+        by_label = Selector(labels=label_in(self.labels.model, model_ids))
+        r = await self._resolve({**_OWNERSHIP, PODS: by_label})
         return r.many(r.view.workloads_by_model(model_ids, limit))
+
+    async def get_workloads(self, keys: Sequence[ObjectKey]) -> list[WorkloadRecord | None]:
+        if not keys:
+            return []
+        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        return r.view.get_workloads(keys)
 
     # --- DRA claims ---------------------------------------------------------------------
 

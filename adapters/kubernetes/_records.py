@@ -13,6 +13,11 @@ from typing import Generic, NamedTuple, TypeVar
 
 MODEL_ID_LABEL = "openrl.ai/model-id"
 ROLE_LABEL = "openrl.ai/role"
+# What Kueue and the job controllers write on the objects they create: how a Workload,
+# a job and its pods find each other when no model label was copied to the Workload.
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+JOB_CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
 GPU_RESOURCE = "nvidia.com/gpu"
 NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
 
@@ -22,6 +27,25 @@ DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelKeys:
+    """The label keys OpenRL puts on its jobs and pods (settings, not constants): the
+    model id and the worker role. Kueue copies them to Workloads only when configured
+    to (``labelKeysToCopy``), so a Workload is linked by ownership as well."""
+
+    model: str = MODEL_ID_LABEL
+    role: str = ROLE_LABEL
+
+    def log_label(self, key: str) -> str:
+        """The entry label GKE's logging agent writes for a pod label: ``k8s-pod/`` and
+        the key with dots as underscores (``openrl.ai/model-id`` ->
+        ``k8s-pod/openrl_ai/model-id``)."""
+        return "k8s-pod/" + key.replace(".", "_")
+
+
+DEFAULT_LABELS = LabelKeys()
 
 
 class ObjectKey(NamedTuple):
@@ -123,6 +147,38 @@ class PodResourceClaim:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """An ``ownerReferences`` entry: ``controller`` marks the managing owner."""
+
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job that Kueue queues (a batch/v1 Job or a JobSet): the link between a model's
+    Workload (which owns nothing and names its job only by owner reference and
+    ``kueue.x-k8s.io/job-uid``) and its pods (owned by the Job; a JobSet's Jobs and pods
+    also carry ``jobset.sigs.k8s.io/jobset-uid``)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    model_id: str | None
+    owner_uids: tuple[str, ...]  # a JobSet's child Job names the JobSet here
+    suspended: bool
+    created: float | None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class PodRecord:
     namespace: str
     name: str
@@ -142,6 +198,9 @@ class PodRecord:
     created: float | None
     started: float | None
     deleting: bool
+    # The jobs this pod belongs to, by UID: its controlling Job and, for JobSets, the
+    # JobSet (labels the controllers write); how a pod is found from its Workload.
+    job_uids: tuple[str, ...] = ()
 
     @property
     def key(self) -> ObjectKey:
@@ -215,6 +274,9 @@ class WorkloadRecord:
     admission: Admission | None
     requeue_count: int | None
     created: float | None
+    # The job it queues: owner references and Kueue's job-uid label, by UID.
+    job_uids: tuple[str, ...] = ()
+    owners: tuple[OwnerRef, ...] = ()
 
     @property
     def key(self) -> ObjectKey:

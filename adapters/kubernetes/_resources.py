@@ -11,6 +11,8 @@ from dataclasses import dataclass
 BACKEND = "kubernetes"
 KUEUE_GROUP = "kueue.x-k8s.io"
 DRA_GROUP = "resource.k8s.io"
+BATCH_GROUP = "batch"
+JOBSET_GROUP = "jobset.x-k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,9 @@ NODES = WatchedResource("", "nodes", namespaced=False)
 WORKLOADS = WatchedResource(KUEUE_GROUP, "workloads", namespaced=True)
 RESOURCE_SLICES = WatchedResource(DRA_GROUP, "resourceslices", namespaced=False)
 RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
+# The jobs Kueue queues: how a Workload without model labels reaches its model and pods.
+JOBS = WatchedResource(BATCH_GROUP, "jobs", namespaced=True)
+JOBSETS = WatchedResource(JOBSET_GROUP, "jobsets", namespaced=True)
 
 #: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
@@ -39,5 +44,7 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     WORKLOADS,
     RESOURCE_SLICES,
     RESOURCE_CLAIMS,
+    JOBS,
+    JOBSETS,
 )
 READ_VERBS = ("get", "list", "watch")

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from openrl_inspect import settings as settings_module
-from openrl_inspect.adapters.kubernetes._records import NVIDIA_GPU_DRIVER
+from openrl_inspect.adapters.kubernetes._records import (
+    MODEL_ID_LABEL,
+    NVIDIA_GPU_DRIVER,
+    ROLE_LABEL,
+    LabelKeys,
+)
 from openrl_inspect.settings import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"
+# A label key: an optional DNS-subdomain prefix and "/", then a name of at most 63.
+_LABEL_KEY = re.compile(
+    r"(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
@@ -36,6 +46,10 @@ class KubernetesSettings:
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     kueue_version: str = "v1beta1"
+    jobset_version: str = "v1alpha2"
+    # The labels OpenRL puts on its jobs and pods (Cloud Logging's label keys follow).
+    model_label: str = MODEL_ID_LABEL
+    role_label: str = ROLE_LABEL
     dra_version: str = "auto"
     gpu_drivers: tuple[str, ...] = (NVIDIA_GPU_DRIVER,)
 
@@ -47,8 +61,15 @@ class KubernetesSettings:
             raise SettingsError(f"{ENV_PREFIX}BACKOFF_*: need 0 < initial <= max")
         if self.list_page_size < 1 or self.max_direct_read < 1:
             raise SettingsError(f"{ENV_PREFIX}LIST_PAGE_SIZE/MAX_DIRECT_READ: must be >= 1")
+        for name in ("model_label", "role_label"):
+            if not _LABEL_KEY.fullmatch(getattr(self, name)):
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()}: not a Kubernetes label key")
         if self.dra_version != "auto" and self.dra_version not in DRA_VERSIONS:
             raise SettingsError(f"{ENV_PREFIX}DRA_VERSION: one of auto, {', '.join(DRA_VERSIONS)}")
+
+    @property
+    def labels(self) -> LabelKeys:
+        return LabelKeys(model=self.model_label, role=self.role_label)
 
 
 def load_settings(

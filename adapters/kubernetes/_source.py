@@ -23,11 +23,18 @@ from openrl_inspect.adapters.kubernetes._api import (
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
 from openrl_inspect.adapters.kubernetes._informer import Informer
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_workload
+from openrl_inspect.adapters.kubernetes._parse import (
+    parse_job,
+    parse_node,
+    parse_pod,
+    parse_workload,
+)
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
 from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    JOBS,
+    JOBSETS,
     NODES,
     PODS,
     RESOURCE_CLAIMS,
@@ -40,6 +47,7 @@ from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings
 from openrl_inspect.adapters.kubernetes._store import (
     Store,
     claim_store,
+    job_store,
     node_store,
     pod_store,
     slice_store,
@@ -54,6 +62,8 @@ _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
     WORKLOADS.kind: ("workloads", workload_store),
     RESOURCE_SLICES.kind: ("slices", slice_store),
     RESOURCE_CLAIMS.kind: ("claims", claim_store),
+    JOBS.kind: ("jobs", job_store),
+    JOBSETS.kind: ("jobsets", job_store),
 }
 _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
@@ -68,12 +78,15 @@ class KubernetesCacheSource(KubernetesSource):
         self.view = ClusterView()
         self._credentials_loader = credentials_loader
         drivers = frozenset(self.settings.gpu_drivers)
+        self.labels = labels = self.settings.labels
         self.parsers: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-            PODS.kind: parse_pod,
+            PODS.kind: functools.partial(parse_pod, keys=labels),
             NODES.kind: parse_node,
-            WORKLOADS.kind: parse_workload,
+            WORKLOADS.kind: functools.partial(parse_workload, keys=labels),
             RESOURCE_SLICES.kind: functools.partial(parse_slice, drivers=drivers),
             RESOURCE_CLAIMS.kind: parse_claim,
+            JOBS.kind: functools.partial(parse_job, kind="Job", keys=labels),
+            JOBSETS.kind: functools.partial(parse_job, kind="JobSet", keys=labels),
         }
         self.informers: dict[str, list[Informer[Any]]] = {}
         for resource in WATCHED_RESOURCES:

@@ -20,6 +20,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 )
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
+    JobRecord,
     NodeRecord,
     ObjectKey,
     PodRecord,
@@ -125,7 +126,11 @@ def _one(value: str | None) -> tuple[str, ...]:
 
 def pod_store() -> Store[PodRecord]:
     return Store[PodRecord](
-        {"model": lambda p: _one(p.model_id), "node": lambda p: _one(p.node_name)}
+        {
+            "model": lambda p: _one(p.model_id),
+            "node": lambda p: _one(p.node_name),
+            "job": lambda p: p.job_uids,
+        }
     )
 
 
@@ -134,7 +139,18 @@ def node_store() -> Store[NodeRecord]:
 
 
 def workload_store() -> Store[WorkloadRecord]:
-    return Store[WorkloadRecord]({"model": lambda w: _one(w.model_id)})
+    return Store[WorkloadRecord]({"model": lambda w: _one(w.model_id), "job": lambda w: w.job_uids})
+
+
+def job_store() -> Store[JobRecord]:
+    """Jobs or JobSets, by model label, by UID and by owner UID (a JobSet's Jobs)."""
+    return Store[JobRecord](
+        {
+            "model": lambda j: _one(j.model_id),
+            "uid": lambda j: _one(j.uid),
+            "owner": lambda j: j.owner_uids,
+        }
+    )
 
 
 def slice_store() -> SliceStore:

@@ -9,13 +9,14 @@ DataLoaders want them.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
 )
+from openrl_inspect.adapters.kubernetes._links import Linked, LinkedStores
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
     Listing,
@@ -24,16 +25,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     PodRecord,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes._store import (
-    Keyed,
-    SliceStore,
-    Store,
-    claim_store,
-    node_store,
-    pod_store,
-    slice_store,
-    workload_store,
-)
+from openrl_inspect.adapters.kubernetes._store import Keyed, Store
 from openrl_inspect.errors import InvalidInput
 
 T = TypeVar("T")
@@ -58,14 +50,9 @@ def page(items: Iterable[T], limit: int) -> Listing[T]:
 
 
 @dataclass
-class ClusterView:
-    """The five kinds' stores and the queries over them."""
-
-    pods: Store[PodRecord] = field(default_factory=pod_store)
-    nodes: Store[NodeRecord] = field(default_factory=node_store)
-    workloads: Store[WorkloadRecord] = field(default_factory=workload_store)
-    slices: SliceStore = field(default_factory=slice_store)
-    claims: Store[ClaimRecord] = field(default_factory=claim_store)
+class ClusterView(LinkedStores):
+    """The kinds' stores and the queries over them. Pods and Workloads come out with
+    their model filled in from ownership when they carry no model label."""
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -83,7 +70,7 @@ class ClusterView:
         if model_id is not None or node_name is not None:
             sets = []
             if model_id is not None:
-                sets.append(self.pods.keys_for("model", model_id))
+                sets.append(self.model_pod_keys(model_id))
             if node_name is not None:
                 sets.append(self.pods.keys_for("node", node_name))
             chosen = set.intersection(*sets)
@@ -105,18 +92,30 @@ class ClusterView:
                     return
                 pod = self.pods.get(key)
                 if pod is not None and matches(pod):
-                    yield pod
+                    yield self.with_model(pod)
 
         return page(select(), limit)
 
     def get_pods(self, keys: Sequence[ObjectKey]) -> list[PodRecord | None]:
-        return [self.pods.get(ObjectKey(*k)) for k in keys]
+        found = (self.pods.get(ObjectKey(*k)) for k in keys)
+        return [None if p is None else self.with_model(p) for p in found]
 
     def pods_by_model(self, model_ids: Sequence[str], limit: int = 100) -> list[Listing[PodRecord]]:
-        return [self._by_index(self.pods, "model", m, limit) for m in model_ids]
+        return [self._linked(self.pods, self.model_pod_keys(m), limit) for m in model_ids]
 
     def pods_by_node(self, node_names: Sequence[str], limit: int = 100) -> list[Listing[PodRecord]]:
-        return [self._by_index(self.pods, "node", n, limit) for n in node_names]
+        return [self._linked(self.pods, self.pods.keys_for("node", n), limit) for n in node_names]
+
+    def pods_for_workloads(
+        self, keys: Sequence[ObjectKey], limit: int = 100
+    ) -> list[Listing[PodRecord]]:
+        """The pods of each Workload's job, by ownership (empty for an unknown Workload)."""
+        out = []
+        for key in keys:
+            w = self.workloads.get(ObjectKey(*key))
+            pod_keys = set() if w is None else self.workload_pod_keys(w)
+            out.append(self._linked(self.pods, pod_keys, limit))
+        return out
 
     # --- nodes --------------------------------------------------------------------------
 
@@ -160,20 +159,24 @@ class ClusterView:
     ) -> Listing[WorkloadRecord]:
         keys: Iterable[ObjectKey]
         if model_id is not None:
-            keys = sorted(self.workloads.keys_for("model", model_id))
+            keys = sorted(self.model_workload_keys(model_id))
         else:
             keys = self.workloads.keys_after(after)
         selected = (
-            w
+            self.with_model(w)
             for w in self._records(self.workloads, keys)
             if (after is None or w.key > after) and (namespace is None or w.namespace == namespace)
         )
         return page(selected, limit)
 
+    def get_workloads(self, keys: Sequence[ObjectKey]) -> list[WorkloadRecord | None]:
+        found = (self.workloads.get(ObjectKey(*k)) for k in keys)
+        return [None if w is None else self.with_model(w) for w in found]
+
     def workloads_by_model(
         self, model_ids: Sequence[str], limit: int = 100
     ) -> list[Listing[WorkloadRecord]]:
-        return [self._by_index(self.workloads, "model", m, limit) for m in model_ids]
+        return [self._linked(self.workloads, self.model_workload_keys(m), limit) for m in model_ids]
 
     # --- DRA claims ---------------------------------------------------------------------
 
@@ -212,3 +215,10 @@ class ClusterView:
     def _by_index(self, store: Store[K], index: str, value: Hashable, limit: int) -> Listing[K]:
         keys = sorted(store.keys_for(index, value))
         return page(self._records(store, keys), limit)
+
+    def _linked(
+        self, store: Store[Linked], keys: Iterable[ObjectKey], limit: int
+    ) -> Listing[Linked]:
+        """A page of pods or Workloads in key order, each with its model filled in."""
+        records = self._records(store, sorted(keys))
+        return page((self.with_model(r) for r in records), limit)

@@ -18,6 +18,8 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 )
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
+    JOBS,
+    JOBSETS,
     NODES,
     PODS,
     SLICES,
@@ -27,6 +29,7 @@ from openrl_inspect.adapters.kubernetes._queries import (
     Selector,
 )
 from openrl_inspect.adapters.kubernetes._records import (
+    JobRecord,
     KindStatus,
     NodeRecord,
     ObjectKey,
@@ -37,7 +40,7 @@ from openrl_inspect.adapters.kubernetes._records import (
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.errors import BackendError
 
-Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord
+Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord | JobRecord
 
 
 class MemoryKubernetesSource(KubernetesSource):
@@ -60,6 +63,8 @@ class MemoryKubernetesSource(KubernetesSource):
                 self.view.workloads.upsert(record)
             elif isinstance(record, SliceRecord):
                 self.view.slices.upsert(record)
+            elif isinstance(record, JobRecord):
+                (self.view.jobsets if record.kind == "JobSet" else self.view.jobs).upsert(record)
             else:
                 self.view.claims.upsert(record)
 
@@ -82,8 +87,8 @@ class MemoryKubernetesSource(KubernetesSource):
             )
 
     def remove(self, kind: str, key: ObjectKey) -> None:
-        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices or
-        resourceclaims (cluster-scoped keys have namespace ``""``)."""
+        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices,
+        resourceclaims, jobs or jobsets (cluster-scoped keys have namespace ``""``)."""
         self._stores()[kind].delete(ObjectKey(*key))
 
     def _stores(self) -> dict[str, Any]:
@@ -94,6 +99,8 @@ class MemoryKubernetesSource(KubernetesSource):
             WORKLOADS: v.workloads,
             SLICES: v.slices,
             CLAIMS: v.claims,
+            JOBS: v.jobs,
+            JOBSETS: v.jobsets,
         }
 
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:

@@ -57,14 +57,16 @@ async def test_unsynced_kinds_are_read_directly_and_marked_degraded(
         )
         (pending,) = await source.workloads_by_model(["lora-b"])
         assert pending.items[0].condition("QuotaReserved") is not None
-        assert source.direct_reads["pods"] == 4
+        # Workloads by model read the model's pods too: they link unlabelled Workloads.
+        assert source.direct_reads["pods"] == 5
+        assert source.direct_reads["jobs"] > 0 and source.direct_reads["jobsets"] > 0
 
         await source.start()
         assert await source.wait_synced(10)
         lists = fake_kube.count("list", "pods")
         listing = await source.list_pods(model_id="lora-b")
         assert not listing.degraded and len(listing.items) == 1
-        assert fake_kube.count("list", "pods") == lists and source.direct_reads["pods"] == 4
+        assert fake_kube.count("list", "pods") == lists and source.direct_reads["pods"] == 5
 
 
 @pytest.mark.anyio

@@ -1,0 +1,155 @@
+"""How the cluster's objects find their model: ownership first, labels as a shortcut.
+
+Kueue copies job labels to a Workload only when ``labelKeysToCopy`` says so; by default a
+Workload names its job by owner reference and ``kueue.x-k8s.io/job-uid``, a batch Job's
+pods name it by owner reference and ``batch.kubernetes.io/controller-uid``, and a
+JobSet's Jobs and pods carry ``jobset.sigs.k8s.io/jobset-uid``. So a model's objects are
+the ones labelled with it plus everything that shares a job UID with them: its jobs
+(labelled), their child Jobs, its labelled pods' jobs, and the jobs of Workloads whose
+pod template carries the label. Every step is an index lookup, never a scan.
+
+An object labelled with another model is never pulled in by ownership: labels, where
+present, win.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from openrl_inspect.adapters.kubernetes._dra_records import ClaimRecord
+from openrl_inspect.adapters.kubernetes._records import (
+    JobRecord,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    WorkloadRecord,
+)
+from openrl_inspect.adapters.kubernetes._store import (
+    SliceStore,
+    Store,
+    claim_store,
+    job_store,
+    node_store,
+    pod_store,
+    slice_store,
+    workload_store,
+)
+
+Linked = TypeVar("Linked", PodRecord, WorkloadRecord)
+
+
+@dataclass
+class LinkedStores:
+    """The kinds' stores and the ownership links between them."""
+
+    pods: Store[PodRecord] = field(default_factory=pod_store)
+    nodes: Store[NodeRecord] = field(default_factory=node_store)
+    workloads: Store[WorkloadRecord] = field(default_factory=workload_store)
+    slices: SliceStore = field(default_factory=slice_store)
+    claims: Store[ClaimRecord] = field(default_factory=claim_store)
+    jobs: Store[JobRecord] = field(default_factory=job_store)
+    jobsets: Store[JobRecord] = field(default_factory=job_store)
+
+    # --- model -> objects ---------------------------------------------------------------
+
+    def model_job_uids(self, mid: str) -> set[str]:
+        """UIDs of every job that is the model's, however it is known."""
+        uids: set[str] = set()
+        for store in (self.jobs, self.jobsets):
+            uids.update(j.uid for j in _records(store, store.keys_for("model", mid)) if j.uid)
+        for pod in _records(self.pods, self.pods.keys_for("model", mid)):
+            uids.update(pod.job_uids)
+        for w in _records(self.workloads, self.workloads.keys_for("model", mid)):
+            uids.update(w.job_uids)
+        # A JobSet's child Jobs name it as their owner: their pods may carry only theirs.
+        for uid in list(uids):
+            uids.update(j.uid for j in _records(self.jobs, self.jobs.keys_for("owner", uid)))
+        return uids
+
+    def model_pod_keys(self, mid: str) -> set[ObjectKey]:
+        return self._model_keys(self.pods, mid)
+
+    def model_workload_keys(self, mid: str) -> set[ObjectKey]:
+        return self._model_keys(self.workloads, mid)
+
+    def _model_keys(self, store: Store[Linked], mid: str) -> set[ObjectKey]:
+        keys = set(store.keys_for("model", mid))
+        for uid in self.model_job_uids(mid):
+            for key in store.keys_for("job", uid):
+                record = store.get(key)
+                if record is not None and record.model_id in (None, mid):
+                    keys.add(key)
+        return keys
+
+    # --- object -> model ----------------------------------------------------------------
+
+    def job_model(self, uids: Iterable[str]) -> str | None:
+        """The model of the first job (or its owning JobSet) that has one."""
+        for uid in uids:
+            for store in (self.jobs, self.jobsets):
+                for job in _records(store, store.keys_for("uid", uid)):
+                    if job.model_id:
+                        return job.model_id
+                    owner = self.job_model(u for u in job.owner_uids if u != uid)
+                    if owner:
+                        return owner
+        return None
+
+    def workload_model(self, w: WorkloadRecord) -> str | None:
+        if w.model_id:
+            return w.model_id
+        found = self.job_model(w.job_uids)
+        if found:
+            return found
+        for uid in w.job_uids:
+            for pod in _records(self.pods, self.pods.keys_for("job", uid)):
+                if pod.model_id:
+                    return pod.model_id
+        return None
+
+    def pod_model(self, pod: PodRecord) -> str | None:
+        if pod.model_id:
+            return pod.model_id
+        found = self.job_model(pod.job_uids)
+        if found:
+            return found
+        for uid in pod.job_uids:
+            for w in _records(self.workloads, self.workloads.keys_for("job", uid)):
+                if w.model_id:
+                    return w.model_id
+        return None
+
+    def with_model(self, record: Linked) -> Linked:
+        """The record with its model filled in from ownership when it has no label."""
+        if record.model_id is not None:
+            return record
+        if isinstance(record, PodRecord):
+            mid = self.pod_model(record)
+        else:
+            mid = self.workload_model(record)
+        return record if mid is None else dataclasses.replace(record, model_id=mid)
+
+    # --- workload -> pods ---------------------------------------------------------------
+
+    def workload_pod_keys(self, w: WorkloadRecord) -> set[ObjectKey]:
+        """The pods of the job a Workload queues (a JobSet's through its Jobs too)."""
+        uids = set(w.job_uids)
+        for uid in w.job_uids:
+            uids.update(j.uid for j in _records(self.jobs, self.jobs.keys_for("owner", uid)))
+        keys: set[ObjectKey] = set()
+        for uid in uids:
+            keys.update(k for k in self.pods.keys_for("job", uid) if k.namespace == w.namespace)
+        return keys
+
+
+R = TypeVar("R", PodRecord, WorkloadRecord, JobRecord, ClaimRecord)
+
+
+def _records(store: Store[R], keys: Iterable[ObjectKey]) -> Iterable[R]:
+    for key in keys:
+        record = store.get(key)
+        if record is not None:
+            yield record
