@@ -80,8 +80,10 @@ class LinkedStores:
         for uid in self.model_job_uids(mid):
             for key in store.keys_for("job", uid):
                 record = store.get(key)
-                if record is not None and record.model_id in (None, mid):
-                    keys.add(key)
+                # Unlabelled: the model its own jobs name, if any, decides.
+                if record is not None and record.model_id is None:
+                    if self.with_model(record).model_id == mid:
+                        keys.add(key)
         return keys
 
     # --- object -> model ----------------------------------------------------------------

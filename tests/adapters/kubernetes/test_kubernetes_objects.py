@@ -21,6 +21,7 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from kubernetes import watch as _watch
 from support import kube_objects as ko
+from support import kube_owned as owned
 from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
@@ -66,6 +67,9 @@ def roundtrip(obj: dict[str, Any], model: str) -> Any:
         (ko.h100_slice(version="v1beta1"), "V1beta1ResourceSlice"),
         (ko.allocated_claim(), "ResourceV1ResourceClaim"),
         (ko.allocated_claim(version="v1beta1"), "V1beta1ResourceClaim"),
+        (owned.child_job_c(), "V1Job"),
+        (owned.job_d(), "V1Job"),
+        (owned.pod_c(), "V1Pod"),
     ],
     ids=lambda v: v if isinstance(v, str) else v["metadata"]["name"],
 )
