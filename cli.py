@@ -133,7 +133,17 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
     }
     kube = kubernetes.load_settings(env, kube_flags)
     prom = prometheus.load_settings(env, {"url": args.prometheus_url})
-    logs = cloud_logging.load_settings(env, {"project": args.logging_project})
+    # GKE writes pod labels into log entries as ``k8s-pod/<key, dots as underscores>``:
+    # unless set, the log label keys follow the Kubernetes label settings.
+    log_labels = {
+        "project": args.logging_project,
+        "model_label_key": kube.labels.log_label(kube.model_label),
+        "role_label_key": kube.labels.log_label(kube.role_label),
+    }
+    for name in ("model_label_key", "role_label_key"):
+        if f"OPENRL_INSPECT_CLOUD_LOGGING_{name.upper()}" in env:
+            del log_labels[name]
+    logs = cloud_logging.load_settings(env, log_labels)
     pod_logs = kubernetes.load_pod_log_settings(env)
     named = set(env)
     return BackendSettings(

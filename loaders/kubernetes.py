@@ -158,11 +158,13 @@ class KubeLoaders:
     gpus_by_uuid: BatchLoader[str, GpuDevice | None]
     gpus_by_device: BatchLoader[DeviceKey, GpuDevice | None]
     claims: BatchLoader[ObjectKey, ClaimRecord | None]
+    workloads: BatchLoader[ObjectKey, WorkloadRecord | None]
     # keyed (key, limit)
     pods_by_model: BatchLoader[tuple[str, int], Listing[PodRecord]]
     pods_by_node: BatchLoader[tuple[str, int], Listing[PodRecord]]
     gpus_by_node: BatchLoader[tuple[str, int], Listing[GpuDevice]]
     workloads_by_model: BatchLoader[tuple[str, int], Listing[WorkloadRecord]]
+    pods_for_workloads: BatchLoader[tuple[ObjectKey, int], Listing[PodRecord]]
     claims_for_pods: BatchLoader[tuple[ObjectKey, int], Listing[ClaimRecord]]
     claims_by_device: BatchLoader[tuple[DeviceKey, int], Listing[ClaimRecord]]
     # list requests
@@ -181,10 +183,12 @@ class KubeLoaders:
             gpus_by_uuid=_keyed(s, lambda src, keys: src.gpus_by_uuid(keys)),
             gpus_by_device=_keyed(s, lambda src, keys: src.gpus_by_device(keys)),
             claims=_keyed(s, lambda src, keys: src.get_claims(keys)),
+            workloads=_keyed(s, lambda src, keys: src.get_workloads(keys)),
             pods_by_model=_limited(s, lambda src, keys, n: src.pods_by_model(keys, n)),
             pods_by_node=_limited(s, lambda src, keys, n: src.pods_by_node(keys, n)),
             gpus_by_node=_limited(s, lambda src, keys, n: src.gpus_by_node(keys, n)),
             workloads_by_model=_limited(s, lambda src, keys, n: src.workloads_by_model(keys, n)),
+            pods_for_workloads=_limited(s, lambda src, keys, n: src.pods_for_workloads(keys, n)),
             claims_for_pods=_limited(s, lambda src, keys, n: src.claims_for_pods(keys, n)),
             claims_by_device=_limited(s, lambda src, keys, n: src.claims_by_device(keys, n)),
             node_pages=_pages(s, _node_page),

@@ -103,6 +103,16 @@ def _pod_claims(pod: PodRecord, claims: Sequence[ClaimRecord]) -> list[ClaimReco
     ]
 
 
+def _of_workload(pod: PodRecord, workload: WorkloadRecord) -> bool:
+    """The pod runs the Workload's job: same namespace and model, and (when both name
+    their jobs) a shared job UID — the Job's own, or a JobSet's on its pods."""
+    if pod.namespace != workload.namespace or pod.model_id != workload.model_id:
+        return False
+    if pod.job_uids and workload.job_uids:
+        return not set(pod.job_uids).isdisjoint(workload.job_uids)
+    return True
+
+
 def derive_placement(
     workload: WorkloadRecord,
     pods: Sequence[PodRecord],
@@ -111,10 +121,10 @@ def derive_placement(
 ) -> PlacementFacts | None:
     """The placement an admitted Workload of a model holds now, or None.
 
-    ``pods`` are candidates (the model's pods, by label); only those of the Workload's
-    namespace and model that have not ended count. GPUs are the devices allocated to
-    their claims, by UUID when published (else ``pool/device``); the node is the one
-    most of the pods run on.
+    ``pods`` are candidates; those of the Workload's job (``_of_workload``) that are
+    bound to a node and have not ended count, and without one there is no placement yet
+    (admitted is not placed). GPUs are the devices allocated to their claims, by UUID
+    when published (else ``pool/device``); the node is the one most of the pods run on.
     """
     mid = workload.model_id
     if not mid or not valid_id(mid) or not is_admitted(workload):
@@ -123,11 +133,12 @@ def derive_placement(
         (
             p
             for p in pods
-            if p.model_id == mid and p.namespace == workload.namespace
-            and p.phase not in ENDED_PHASES
+            if _of_workload(p, workload) and p.node_name and p.phase not in ENDED_PHASES
         ),
         key=lambda p: p.name,
-    )  # fmt: skip
+    )
+    if not mine:
+        return None
     by_key = {g.key: g for g in gpus}
     gpu_ids: list[str] = []
     gpu_nodes: list[str] = []
@@ -156,14 +167,23 @@ def derive_placement(
     )
 
 
-def release_time(w: WorkloadRecord | None, now: float) -> float:
-    """When a placement ended: the Workload's Finished or Evicted transition, else now."""
-    if w is not None:
-        for ctype in ("Finished", "Evicted", "Preempted"):
-            cond = w.condition(ctype)
-            if cond is not None and cond.status == "True" and cond.last_transition:
-                return cond.last_transition
-    return now
+def release_time(w: WorkloadRecord | None, now: float, admitted_at: float | None = None) -> float:
+    """When a placement admitted at ``admitted_at`` ended: the Workload's Finished,
+    Evicted or Preempted transition after it, else its re-admission (an eviction and a
+    re-admission both between two passes), else now."""
+    if w is None:
+        return now
+    ends = []
+    for ctype in ("Finished", "Evicted", "Preempted"):
+        cond = w.condition(ctype)
+        if cond is not None and cond.status == "True" and cond.last_transition:
+            ends.append(cond.last_transition)
+    readmitted = admission_time(w) if is_admitted(w) else None
+    if admitted_at is not None:
+        ends = [t for t in ends if t >= admitted_at]
+        if readmitted is not None and readmitted > admitted_at:
+            ends.append(readmitted)
+    return min(ends, default=now)
 
 
 def _merge(old: PlacementFacts, new: PlacementFacts) -> PlacementFacts:
@@ -229,7 +249,8 @@ class PlacementTracker:
             workload = by_key.get(self._workloads[pid])
             if workload is None and not complete:
                 continue  # maybe just not in this partial snapshot
-            self.writer.placement_released(facts.model_id, pid, at=release_time(workload, now))
+            at = release_time(workload, now, facts.admitted_at)
+            self.writer.placement_released(facts.model_id, pid, at=at)
             del self.open[pid], self._workloads[pid]
             changes.append(Change("released", facts.model_id, pid))
         return changes
@@ -280,9 +301,9 @@ async def snapshot(source: KubernetesSource, namespace: str | None = None) -> Sn
         after = page.items[-1].key
     else:
         complete = False
-    model_ids = sorted({w.model_id for w in workloads if w.model_id and is_admitted(w)})
-    pod_lists = await source.pods_by_model(model_ids, PAGE)
-    pods = [p for listing in pod_lists for p in listing.items]
+    admitted = [w.key for w in workloads if w.model_id and is_admitted(w)]
+    pod_lists = await source.pods_for_workloads(admitted, PAGE)
+    pods = list({p.key: p for listing in pod_lists for p in listing.items}.values())
     claim_lists = await source.claims_for_pods([p.key for p in pods], PAGE)
     claims = list({c.key: c for listing in claim_lists for c in listing.items}.values())
     keys = sorted({d.key for c in claims for d in c.devices})

@@ -6,11 +6,14 @@ from the simulation's state:
 
 - a Node per simulated node (8 ``nvidia.com/gpu``, Ready, the usual GPU taint) and the
   ResourceSlice NVIDIA's DRA driver would publish for it, with the simulated GPU UUIDs;
-- a Kueue Workload per model: pending on quota while it waits (``QuotaReserved=False``
-  with Kueue's insufficient-quota message), admitted with its pod set assignments once
-  placed;
-- a pod per worker of a placed or active model, labelled with the model id and role,
-  and per pod a ResourceClaim allocated to the worker's GPUs and reserved for the pod.
+- a JobSet per model (labelled with the model id; suspended while it waits), a child Job
+  per role once admitted, and a Kueue Workload owned by the JobSet with Kueue's
+  ``job-uid`` label and no model label (Kueue's default): pending on quota while it
+  waits (``QuotaReserved=False`` with Kueue's insufficient-quota message), admitted with
+  its pod set assignments once placed;
+- a pod per worker of a placed or active model, owned by its role's Job, with the Job
+  and JobSet controllers' labels and the model id and role from the pod template, and
+  per pod a ResourceClaim allocated to the worker's GPUs and reserved for the pod.
 
 Ended and failed models have neither Workload nor pods. The twin answers through the
 same queries as the real watch cache (``KubernetesSource``).
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import (
     GPU_RESOURCE,
+    JOBSET_UID_LABEL,
+    KUEUE_JOB_UID_LABEL,
     MODEL_ID_LABEL,
     NVIDIA_GPU_DRIVER,
     ROLE_LABEL,
@@ -33,7 +38,9 @@ from openrl_inspect.adapters.kubernetes import (
     Condition,
     ContainerState,
     GpuDevice,
+    JobRecord,
     NodeRecord,
+    OwnerRef,
     PodRecord,
     PodResourceClaim,
     PodSet,
@@ -51,6 +58,8 @@ NAMESPACE = "openrl"
 LOCAL_QUEUE = "openrl-training"
 CLUSTER_QUEUE = "openrl-cq"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 MEMORY = {"h100": 80 * 2**30, "h200": 141 * 2**30}
 
 
@@ -77,6 +86,51 @@ class ClusterRecords:
     workloads: list[WorkloadRecord]
     pods: list[PodRecord]
     claims: list[ClaimRecord]
+    jobs: list[JobRecord]
+
+
+def jobset_uid(model_id: str) -> str:
+    return f"uid-jobset-{model_id}"
+
+
+def job_uid(model_id: str, role: str) -> str:
+    return f"uid-job-{model_id}-{role}"
+
+
+def _jobset_labels(model_id: str) -> dict[str, str]:
+    return {JOBSET_NAME_LABEL: workload_name(model_id), JOBSET_UID_LABEL: jobset_uid(model_id)}
+
+
+def _jobs(model: SimModel) -> list[JobRecord]:
+    """The model's JobSet and, once admitted, a child Job per role."""
+    jobset = JobRecord(
+        kind="JobSet",
+        namespace=NAMESPACE,
+        name=workload_name(model.id),
+        uid=jobset_uid(model.id),
+        labels={MODEL_ID_LABEL: model.id, QUEUE_LABEL: LOCAL_QUEUE},
+        model_id=model.id,
+        owner_uids=(),
+        suspended=model.state == ModelState.WAITING,
+        created=model.created_at,
+    )
+    if model.state == ModelState.WAITING:
+        return [jobset]
+    children = [
+        JobRecord(
+            kind="Job",
+            namespace=NAMESPACE,
+            name=f"{workload_name(model.id)}-{role}-0",
+            uid=job_uid(model.id, role),
+            labels=_jobset_labels(model.id),
+            model_id=None,
+            owner_uids=(jobset_uid(model.id),),
+            suspended=False,
+            created=model.placed_at,
+        )
+        for role, _ in _roles(model)
+    ]
+    return [jobset, *children]
 
 
 def node_record(node: Node) -> NodeRecord:
@@ -193,8 +247,8 @@ def _workload(
         namespace=NAMESPACE,
         name=workload_name(model.id),
         uid=f"uid-wl-{model.id}",
-        labels={MODEL_ID_LABEL: model.id, QUEUE_LABEL: LOCAL_QUEUE},
-        model_id=model.id,
+        labels={KUEUE_JOB_UID_LABEL: jobset_uid(model.id)},
+        model_id=None,  # Kueue copies no job labels unless configured to
         queue_name=LOCAL_QUEUE,
         priority=100,
         priority_class="openrl-standard",
@@ -204,6 +258,8 @@ def _workload(
         admission=admission,
         requeue_count=None,
         created=model.created_at,
+        job_uids=(jobset_uid(model.id),),
+        owners=(OwnerRef("JobSet", workload_name(model.id), jobset_uid(model.id), True),),
     )
 
 
@@ -225,7 +281,12 @@ def _pod_and_claim(
         uid=uid,
         phase="Running" if active else "Pending",
         node_name=node,
-        labels={MODEL_ID_LABEL: model.id, ROLE_LABEL: role, QUEUE_LABEL: LOCAL_QUEUE},
+        labels={
+            MODEL_ID_LABEL: model.id,
+            ROLE_LABEL: role,
+            CONTROLLER_UID_LABEL: job_uid(model.id, role),
+            **_jobset_labels(model.id),
+        },
         model_id=model.id,
         worker_role=role,
         conditions=(
@@ -241,30 +302,40 @@ def _pod_and_claim(
         resource_claims=(PodResourceClaim("gpus", claim_name, "openrl-gpu"),) if uuids else (),
         gpu_request=0,
         owner_kind="Job",
-        owner_name=f"{workload_name(model.id)}-{role}",
+        owner_name=f"{workload_name(model.id)}-{role}-0",
         created=model.placed_at,
         started=model.placed_at,
         deleting=False,
+        job_uids=(job_uid(model.id, role), jobset_uid(model.id)),
     )
-    if not uuids:
-        return pod, None
+    return pod, _claim(model, name, uid, claim_name, uuids, gpus) if uuids else None
+
+
+def _claim(
+    model: SimModel,
+    pod_name: str,
+    pod_uid: str,
+    name: str,
+    uuids: list[str],
+    gpus: dict[str, tuple[Node, Gpu]],
+) -> ClaimRecord:
+    """The worker's ResourceClaim: allocated to its GPUs and reserved for its pod."""
     devices = tuple(
         AllocatedDevice("gpus", NVIDIA_GPU_DRIVER, gpus[u][0].name, f"gpu-{gpus[u][1].index}")
         for u in uuids
         if u in gpus
     )
-    claim = ClaimRecord(
+    return ClaimRecord(
         namespace=NAMESPACE,
-        name=claim_name,
-        uid=f"uid-claim-{name}",
+        name=name,
+        uid=f"uid-claim-{pod_name}",
         requests=(ClaimRequest("gpus", NVIDIA_GPU_DRIVER, len(uuids), "ExactCount"),),
         allocated=True,
         devices=devices,
-        reserved_for=(ClaimConsumer("pods", name, uid),),
+        reserved_for=(ClaimConsumer("pods", pod_name, pod_uid),),
         created=model.placed_at,
         deleting=False,
     )
-    return pod, claim
 
 
 def cluster_records(sim: Simulation) -> ClusterRecords:
@@ -273,11 +344,14 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
     workloads: list[WorkloadRecord] = []
     pods: list[PodRecord] = []
     claims: list[ClaimRecord] = []
+    jobs: list[JobRecord] = []
     for model in sim.models.values():
         if model.state == ModelState.WAITING:
             workloads.append(_waiting_workload(sim, model))
+            jobs.extend(_jobs(model))
         elif model.state in HOLDING_STATES:
             workloads.append(_admitted_workload(sim, model))
+            jobs.extend(_jobs(model))
             for worker in model.workers:
                 pod, claim = _pod_and_claim(sim, model, worker, gpus)
                 pods.append(pod)
@@ -289,6 +363,7 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
         workloads=workloads,
         pods=pods,
         claims=claims,
+        jobs=jobs,
     )
 
 
@@ -300,3 +375,5 @@ def mirror_kubernetes(sim: Simulation, twin: MemoryKubernetesSource) -> None:
     twin.view.workloads.replace(records.workloads)
     twin.view.pods.replace(records.pods)
     twin.view.claims.replace(records.claims)
+    twin.view.jobs.replace(j for j in records.jobs if j.kind == "Job")
+    twin.view.jobsets.replace(j for j in records.jobs if j.kind == "JobSet")

@@ -81,9 +81,10 @@ class LinkedStores:
             for key in store.keys_for("job", uid):
                 record = store.get(key)
                 # Unlabelled: the model its own jobs name, if any, decides.
-                if record is not None and record.model_id is None:
-                    if self.with_model(record).model_id == mid:
-                        keys.add(key)
+                if record is None or record.model_id is not None:
+                    continue
+                if self.with_model(record).model_id == mid:
+                    keys.add(key)
         return keys
 
     # --- object -> model ----------------------------------------------------------------

@@ -39,7 +39,15 @@ async def placement_gpus(ctx: Context, rec: PlacementRecord) -> list[GpuDevice]:
 
 
 async def placement_workload(ctx: Context, rec: PlacementRecord) -> WorkloadRecord | None:
-    if not rec.workload or not valid_id(rec.model_id):
+    """The Workload the placement recorded, by its namespace and name (placements
+    recorded before namespaces were kept are looked up among the model's)."""
+    if not rec.workload or not valid_dns_name(rec.workload):
+        return None
+    if rec.namespace:
+        if not valid_dns_label(rec.namespace):
+            return None
+        return await ctx.kube.workloads.load(ObjectKey(rec.namespace, rec.workload))
+    if not valid_id(rec.model_id):
         return None
     listing = await ctx.kube.workloads_by_model.load((rec.model_id, PER_OBJECT))
     for w in listing.items:

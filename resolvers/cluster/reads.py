@@ -276,6 +276,14 @@ async def model_workloads(
 # -- links ------------------------------------------------------------------------------------
 
 
+async def workload_pods(
+    ctx: Context, rec: WorkloadRecord, first: int | None
+) -> LivePage[PodRecord]:
+    """The pods of the Workload's job, by ownership: one bounded page."""
+    listing = await ctx.kube.pods_for_workloads.load((rec.key, page_size(ctx, first)))
+    return _page("pod", listing, _key_parts, None)
+
+
 async def node_of(ctx: Context, name: str | None) -> NodeRecord | None:
     return await ctx.kube.nodes.load(name) if name else None
 

@@ -234,8 +234,9 @@ def _missing_workload_causes(
     if not workloads and not has_pods:
         out.add(
             WaitKind.NO_WORKLOAD,
-            f"No Kueue Workload and no pods carry the label openrl.ai/model-id={model.id}: "
-            "the model's job has not been created (or is not managed by Kueue).",
+            f"No Kueue Workload and no pods belong to model {model.id} (by its label or "
+            "through its job): the model's job has not been created (or is not managed "
+            "by Kueue).",
             obj=None,
             reason="NotFound",
             since=since,
@@ -271,7 +272,7 @@ def why_waiting(
 ) -> list[WaitReason]:
     """The likely causes, most likely first (``rank`` 1). Empty unless the model is
     waiting or placed. ``workloads``, ``pods`` and ``claims`` are the model's (by its
-    ``openrl.ai/model-id`` label, claims of those pods); ``queue_peers`` are other
+    label or through the jobs that own them, claims of those pods); ``queue_peers`` are other
     Workloads of the same namespaces, for the position in the queue."""
     if model.state not in WAITING_STATES:
         return []

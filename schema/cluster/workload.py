@@ -15,8 +15,10 @@ from openrl_inspect.schema.cluster.common import (
     LIVE,
     SOURCE_DESCRIPTION,
     KubeCondition,
+    LiveConnection,
     conditions,
 )
+from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
 from strawberry.scalars import JSON
 
@@ -85,7 +87,10 @@ class Workload:
     namespace: str
     name: str
     uid: str
-    model_id: str | None = strawberry.field(description="Its `openrl.ai/model-id` label.")
+    model_id: str | None = strawberry.field(
+        description="Its model: the model label, else through the job it queues "
+        "(owner reference, `kueue.x-k8s.io/job-uid`) to the job's or its pods' label."
+    )
     queue_name: str | None = strawberry.field(description="The LocalQueue it was sent to.")
     priority: int | None
     priority_class: str | None
@@ -134,7 +139,15 @@ class Workload:
     async def degraded(self, info: Info) -> bool:
         return await K.kind_degraded(info.context, "workloads")
 
-    @strawberry.field(description="The model its label names, from Redis.")
+    @strawberry.field(
+        description="The pods of the job it queues (owner references and the Job and "
+        "JobSet controllers' UID labels), in key order."
+    )
+    async def pods(self, info: Info, first: int | None = None) -> LiveConnection[Pod]:
+        page = await K.workload_pods(info.context, self._record, first)
+        return LiveConnection.of(page, Pod.from_record)
+
+    @strawberry.field(description="Its model (see `modelId`), from Redis.")
     async def model(self, info: Info) -> ModelT | None:
         from openrl_inspect.schema.state.model import Model
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from openrl_inspect import settings
 from openrl_inspect.adapters.redis import RedisSettings
-from openrl_inspect.cli import ServerSettings, browsable_url, main
+from openrl_inspect.cli import ServerSettings, _parser, backend_settings, browsable_url, main
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,17 @@ def test_a_bad_setting_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
     code = main(["export-schema"], {"OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE": "lots"})
     assert code == 2
     assert "OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE: expected a number" in capsys.readouterr().err
+
+
+def test_log_label_keys_follow_the_kubernetes_label_settings() -> None:
+    """GKE writes pod labels into log entries as ``k8s-pod/`` plus the key with dots as
+    underscores; an explicit Cloud Logging setting still wins."""
+    args = _parser().parse_args(["serve", "--logging-project", "openrl-prod-1"])
+    env = {"OPENRL_INSPECT_KUBERNETES_MODEL_LABEL": "example.com/model"}
+    logs = backend_settings(args, env).cloud_logging
+    assert logs is not None
+    assert logs.model_label_key == "k8s-pod/example_com/model"
+    assert logs.role_label_key == "k8s-pod/openrl_ai/role"
+    env["OPENRL_INSPECT_CLOUD_LOGGING_MODEL_LABEL_KEY"] = "model"
+    logs = backend_settings(args, env).cloud_logging
+    assert logs is not None and logs.model_label_key == "model"

@@ -133,6 +133,8 @@ def test_tracker_records_once_keeps_history_and_releases() -> None:
 
 
 def test_readmission_after_eviction_is_a_new_placement_and_vanishing_releases_now() -> None:
+    """Evicted and re-admitted between two passes: the first placement ended no later
+    than the re-admission, whatever the tracker's clock says."""
     calls = Calls()
     tracker = PlacementTracker(calls)
     wl = workload(ko.admitted_workload())
@@ -143,7 +145,7 @@ def test_readmission_after_eviction_is_a_new_placement_and_vanishing_releases_no
     changes = tracker.observe([workload(again)], [pod(ko.running_trainer())], [], [], 20.0)
     assert sorted(c.kind for c in changes) == ["admitted", "released"]
     assert len({c.placement_id for c in changes}) == 2
-    assert calls.released == [("lora-a", placement_id(wl), 20.0)]
+    assert calls.released == [("lora-a", placement_id(wl), parse_time("2026-01-05T09:45:00Z"))]
     tracker.observe([], [], [], [], 30.0)
     assert calls.released[-1] == ("lora-a", placement_id(workload(again)), 30.0)
 

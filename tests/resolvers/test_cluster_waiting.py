@@ -183,7 +183,7 @@ def test_no_workload_at_all() -> None:
     reasons = why_waiting(model("lora-z"), [], [], [], NOW)
     (only,) = reasons
     assert only.kind == "NO_WORKLOAD" and only.rank == 1
-    assert "openrl.ai/model-id=lora-z" in only.message
+    assert "model lora-z" in only.message
     assert only.since == WAITING_SINCE and only.waited_seconds == pytest.approx(2400.0)
 
 

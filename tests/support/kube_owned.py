@@ -98,9 +98,7 @@ def child_job_c() -> Obj:
             "uid": CHILD_JOB_UID,
             "creationTimestamp": CREATED,
             "labels": dict(_JOBSET_LABELS),
-            "ownerReferences": [
-                _owner("jobset.x-k8s.io/v1alpha2", "JobSet", "lora-c", JOBSET_UID)
-            ],
+            "ownerReferences": [_owner("jobset.x-k8s.io/v1alpha2", "JobSet", "lora-c", JOBSET_UID)],
         },
         "spec": {
             "parallelism": 1,
@@ -130,9 +128,7 @@ def pod_c(node_name: str = "gpu-h100-1") -> Obj:
             "uid": "3b4c5d6e-7f80-4912-a3b4-c5d6e7f80912",
             "creationTimestamp": CREATED,
             "labels": labels,
-            "ownerReferences": [
-                _owner("batch/v1", "Job", "lora-c-trainer-0", CHILD_JOB_UID)
-            ],
+            "ownerReferences": [_owner("batch/v1", "Job", "lora-c-trainer-0", CHILD_JOB_UID)],
         },
         "spec": {
             "nodeName": node_name,
