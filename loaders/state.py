@@ -1,14 +1,22 @@
 """DataLoaders over the state store (Redis). Built fresh for every request.
 
 Each loader's batch function is one ``StateStore`` call, that is one Redis round trip,
-however many keys a level of the query asks for.
+however many keys a level of the query asks for. ``sampler_batches`` reads through
+``RedisSamplerBatches`` over the same store (one round trip a batch too); over a store
+that is not the Redis adapter it answers ``BACKEND_NOT_CONFIGURED``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.redis import StateStore
+from openrl_inspect.adapters.redis import (
+    RedisSamplerBatches,
+    SamplerBatchRequest,
+    SamplerBatchSlice,
+    StateStore,
+)
+from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
@@ -31,9 +39,17 @@ class StateLoaders:
     op_models: BatchLoader[str, str | None]
     workers: BatchLoader[str, WorkerRecord | None]
     placements: BatchLoader[tuple[str, str], PlacementRecord | None]
+    sampler_batches: BatchLoader[SamplerBatchRequest, SamplerBatchSlice]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
+        reader = RedisSamplerBatches.of(store)
+
+        async def load_batches(requests: list[SamplerBatchRequest]) -> list[SamplerBatchSlice]:
+            if reader is None:
+                raise BackendNotConfigured("redis", "sampler batches are not readable here")
+            return await reader.sampler_batches(requests)
+
         return cls(
             pages=BatchLoader(store.pages),
             sessions=BatchLoader(store.sessions),
@@ -43,4 +59,5 @@ class StateLoaders:
             op_models=BatchLoader(store.op_models),
             workers=BatchLoader(store.workers),
             placements=BatchLoader(store.placements),
+            sampler_batches=BatchLoader(load_batches),
         )

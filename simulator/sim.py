@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from openrl_inspect.domain import HOLDING_STATES, ModelState
 from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
+from openrl_inspect.simulator.sampler import SamplerBatches
 
 # kind -> (mean, spread) of its execution time in seconds
 DURATIONS = {
@@ -60,6 +61,7 @@ class SimModel:
     placement_id: str | None = None
     current: SimOp | None = None
     phase: str = "idle"  # idle -> queued -> running -> idle
+    running_since: float = 0.0
     next_at: float = 0.0
     end_after_steps: int = 0
     saved: bool = False  # this step's checkpoint is written
@@ -76,6 +78,7 @@ class Simulation:
         self.config = config
         self.rec = recorder
         self.rng = random.Random(config.seed)
+        self.batches = SamplerBatches(recorder, config.seed)
         self.cluster = Cluster(self.rng, dict(config.nodes_per_pool))
         self.models: dict[str, SimModel] = {}
         self.scenario_ids: dict[str, str] = {}  # scenario name -> model id
@@ -199,6 +202,8 @@ class Simulation:
             t += self.rng.uniform(0.005, 0.25)
             self.rec.op_started(model.id, oid, sampler if kind == "sample" else trainer, at=t)
             took = self.duration(kind)
+            if kind == "sample":
+                self.batches.record(model.id, sampler, oid, t, t + took)
             t += took
             self.rec.op_finished(model.id, oid, metrics=self.op_metrics(kind, took), at=t)
         self.rec.step_metrics(
@@ -315,9 +320,12 @@ class Simulation:
             worker = sampler if model.current.kind == "sample" else trainer
             self.rec.op_started(model.id, model.current.id, worker, at=t)
             model.phase = "running"
+            model.running_since = t
             model.next_at = t + self.duration(model.current.kind)
         elif model.phase == "running" and model.current:
             kind = model.current.kind
+            if kind == "sample":
+                self.batches.record(model.id, sampler, model.current.id, model.running_since, t)
             self.rec.op_finished(
                 model.id, model.current.id, metrics=self.op_metrics(kind, 1.0), at=t
             )

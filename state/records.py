@@ -9,6 +9,7 @@ with a ``DecodeError`` naming the field, and JSON objects are decoded only when 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,11 +237,36 @@ class PlacementRecord:
         )
 
 
+# Decoded per member, thousands a request: plain type checks, no allocation.
 def _number(entry: Mapping[str, Any], name: str) -> float | None:
+    """A finite number (JSON's int or float, not a bool), else None."""
     value = entry.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value) if -_BIG < value < _BIG else None
+    return None
+
+
+def _count(entry: Mapping[str, Any], name: str) -> int | None:
+    """A whole count from 0 to Int's top (a float is cut), else None; NaN fails both
+    comparisons."""
+    value = entry.get(name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value) if 0 <= value <= d.MAX_INT else None
+    return None
+
+
+def _label(entry: Mapping[str, Any], name: str) -> str | None:
+    value = entry.get(name)
+    if not isinstance(value, str):
         return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    return value if len(value) <= d.MAX_TEXT_CHARS else d.text({name: value}, name)
+
+
+_BIG = 2**1000  # any int past this is past every float
+# Times a datetime holds, widely: anything outside is range-checked as hashes' times are.
+_SURE_TIMES = (0.0, 32_503_680_000.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,26 +287,25 @@ class SamplerBatchRecord:
 
     @classmethod
     def from_json(cls, model_id: str, entry: Mapping[str, Any]) -> SamplerBatchRecord:
-        """Raises ``DecodeError`` when the entry has no time; other fields go None when
-        absent or of the wrong type (one bad field spoils only itself)."""
+        """Raises ``DecodeError`` when the entry has no time (or one out of range); other
+        fields go None when absent, of the wrong type, NaN, negative or past Int (one bad
+        field spoils only itself); texts are cut as a hash's are."""
         at = _number(entry, "t")
         if at is None:
             raise d.DecodeError("sampler batch: field t (its time) is missing or not a number")
+        if not _SURE_TIMES[0] <= at <= _SURE_TIMES[1]:
+            at = d.time({"t": repr(at)}, "t") or at  # raises when no datetime holds it
 
-        def count(name: str) -> int | None:
-            value = _number(entry, name)
-            return None if value is None or value < 0 else int(value)
-
-        worker, op_id = entry.get("worker"), entry.get("op_id")
+        latency = _number(entry, "latency_s")
         return cls(
-            id=str(entry.get("id", "")),
+            id=_label(entry, "id") or "",
             model_id=model_id,
             at=at,
-            worker=worker if isinstance(worker, str) else None,
-            op_id=op_id if isinstance(op_id, str) else None,
-            batch_size=count("batch_size"),
-            prompt_tokens=count("prompt_tokens"),
-            generated_tokens=count("generated_tokens"),
-            latency_s=_number(entry, "latency_s"),
-            queue_depth=count("queue_depth"),
+            worker=_label(entry, "worker"),
+            op_id=_label(entry, "op_id"),
+            batch_size=_count(entry, "batch_size"),
+            prompt_tokens=_count(entry, "prompt_tokens"),
+            generated_tokens=_count(entry, "generated_tokens"),
+            latency_s=None if latency is None or latency < 0 else latency,
+            queue_depth=_count(entry, "queue_depth"),
         )

@@ -12,6 +12,7 @@ Private modules::
     _client       opening a client; timeouts and translated errors around each call
     _state        RedisStateStore: batched index reads, one round trip per batch
     _client_logs  RedisClientLogs: a model's or session's client logs, bounded
+    _sampler_batches  RedisSamplerBatches: many models' sampler batch records, bounded
 """
 
 from __future__ import annotations
@@ -23,16 +24,30 @@ from openrl_inspect.adapters.redis._client_logs import (
     ClientLogSlice,
     RedisClientLogs,
 )
+from openrl_inspect.adapters.redis._sampler_batches import (
+    MAX_BATCHES,
+    RedisSamplerBatches,
+    SamplerBatchEntry,
+    SamplerBatchReader,
+    SamplerBatchRequest,
+    SamplerBatchSlice,
+)
 from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
 
 __all__ = [
     "BACKEND",
+    "MAX_BATCHES",
     "ClientLogReader",
     "ClientLogRequest",
     "ClientLogSlice",
     "RedisClientLogs",
+    "RedisSamplerBatches",
     "RedisSettings",
     "RedisStateStore",
+    "SamplerBatchEntry",
+    "SamplerBatchReader",
+    "SamplerBatchRequest",
+    "SamplerBatchSlice",
     "StateStore",
     "connect",
 ]

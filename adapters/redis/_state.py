@@ -138,6 +138,11 @@ class RedisStateStore:
     def client(self) -> aioredis.Redis | RedisCluster:
         return self._client
 
+    @property
+    def deadline_s(self) -> float:
+        """The deadline of one round trip (the settings' timeout and a margin)."""
+        return self._deadline
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

@@ -12,6 +12,7 @@ from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_j
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
+from openrl_inspect.schema.state.sampling import ModelSamplingFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
@@ -32,7 +33,13 @@ PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.state
 
 
 @strawberry.type
-class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLogFields):
+class Model(
+    ModelSummaryFields,
+    ModelClusterFields,
+    ModelMetricsFields,
+    ModelLogFields,
+    ModelSamplingFields,
+):
     id: strawberry.ID
     session_id: strawberry.ID
     base_model: str
