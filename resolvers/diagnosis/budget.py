@@ -2,8 +2,9 @@
 1,200 tokens (characters / 4), so an agent can read a hundred of them.
 
 Each text is already clipped where it is made; here, when a diagnosis is still too
-big (many causes with long facts), the lowest-ranked causes go first, counted in
-``left_off``, then the facts of the ones that remain. The top cause always stays.
+big (many causes with long facts), the lower-ranked causes lose their last facts
+first, then the lowest-ranked causes go, counted in ``left_off``. The top cause
+always stays.
 """
 
 from __future__ import annotations
@@ -73,10 +74,21 @@ def tokens(d: Diagnosis) -> int:
 
 
 def fit(d: Diagnosis, budget: int = TOKEN_BUDGET) -> Diagnosis:
-    """``d`` cut to ``budget`` tokens: causes from the last, then facts from the last."""
+    """``d`` cut to ``budget`` tokens: first the facts of the lower-ranked causes (down
+    to ``MIN_FACTS``, the last cause first), then whole causes from the last, then the
+    top cause's facts. A statement is never cut here: it is the cause."""
+    for i in range(len(d.causes) - 1, 0, -1):
+        if tokens(d) <= budget:
+            return d
+        d = _trim_facts(d, i, MIN_FACTS)
     while tokens(d) > budget and len(d.causes) > 1:
         d = replace(d, causes=d.causes[:-1], left_off=d.left_off + 1)
-    while tokens(d) > budget and d.causes and len(d.causes[0].facts) > MIN_FACTS:
-        top = d.causes[0]
-        d = replace(d, causes=(replace(top, facts=top.facts[:-1]),))
+    while tokens(d) > budget and d.causes and len(d.causes[0].facts) > 1:
+        d = _trim_facts(d, 0, len(d.causes[0].facts) - 1)
     return d
+
+
+def _trim_facts(d: Diagnosis, i: int, keep: int) -> Diagnosis:
+    cause = d.causes[i]
+    trimmed = replace(cause, facts=cause.facts[:keep])
+    return replace(d, causes=(*d.causes[:i], trimmed, *d.causes[i + 1 :]))

@@ -60,8 +60,8 @@ def workloads_query(mid: str) -> str:
 
 def pod_query(key: ObjectKey) -> str:
     return (
-        f"{{ pod(namespace: {_q(key.namespace)}, name: {_q(key.name)}) {{ phase nodeName "
-        "schedulingFailure { message } containers { name state reason restartCount exitCode } } }"
+        f"{{ pod(namespace: {_q(key.namespace)}, name: {_q(key.name)}) "
+        "{ phase containers { name state reason restartCount } } }"
     )
 
 

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 
 _HEAD = re.compile(r"^\s*(?P<fit>\d+)/(?P<total>\d+) nodes are available:?\s*(?P<rest>.*)$", re.S)
 _ITEM = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$")
-_NODES = re.compile(r"^node\(s\) (?:had |were |didn't |did not )?")
+_NODES = re.compile(r"^node\(s\) ")
 MAX_REASONS = 4
 
 
 @dataclass(frozen=True, slots=True)
 class NodeFit:
     """``fit`` of ``total`` nodes would take the pod; ``reasons`` count the rest,
-    most nodes first (a reason is ``Insufficient nvidia.com/gpu``, ``untolerated
-    taint {...}``, ``match Pod's node affinity/selector``...)."""
+    most nodes first (a reason is ``Insufficient nvidia.com/gpu``, ``had untolerated
+    taint {...}``, ``didn't match Pod's node affinity/selector``...)."""
 
     fit: int
     total: int

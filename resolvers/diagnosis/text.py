@@ -10,7 +10,7 @@ from openrl_inspect.resolvers.diagnosis.causes import Fact, FactValue
 
 STATEMENT_CHARS = 160
 TEXT_CHARS = 120  # a quoted message (an error, a condition's message)
-FACT_TEXT_CHARS = 80
+FACT_TEXT_CHARS = 64
 REF_CHARS = 80
 ELLIPSIS = "…"
 

@@ -151,12 +151,12 @@ def test_unschedulable_condenses_the_newest_scheduler_message_into_node_counts()
         "pod": de.TRAINER_POD,
         "nodes_fit": 0,
         "nodes_total": 12,
-        "nodes: untolerated taint {nvidia.com/gpu: present}": 8,
+        "nodes: had untolerated taint {nvidia.com/gpu: present}": 8,
         "nodes: Insufficient nvidia.com/gpu": 4,
         "attempts": 37,
     }
     assert cause.statement == (
-        f"Pod {de.TRAINER_POD} unschedulable for 20m: 0/12 nodes fit: 8 untolerated taint "
+        f"Pod {de.TRAINER_POD} unschedulable for 20m: 0/12 nodes fit: 8 had untolerated taint "
         "{nvidia.com/gpu: present}, 4 Insufficient nvidia.com/gpu"
     )
     assert cause.next.pods == (pending.key,)
