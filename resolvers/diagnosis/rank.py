@@ -1,11 +1,12 @@
 """Ranking: what blocks most comes first, then what has stood longest.
 
 Tiers follow the blocking order: dead or failed (nothing runs until it is fixed),
-lost (work is gone), stuck, stalled (the symptom: a stuck op explains it), waiting for GPUs (by the stage on the way to
-them: a cause earlier on the path blocks the later ones), slow. Within a tier the
-longer-standing cause comes first; the slow causes share one window, so there the
-more specific comes first (a slow trainer explains a pace regression, not the other
-way round).
+lost (work is gone), stuck, stalled (the symptom: a stuck op explains it), waiting
+for GPUs (by the stage on the way to them: a cause earlier on the path blocks the
+later ones), slow. Within a tier the longer-standing cause comes first, a root
+before its effect on a tie (a lost worker before the ops lost with it); the slow
+causes share one window, so there the more specific comes first (a slow trainer
+explains a pace regression, not the other way round).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from openrl_inspect.domain import Verdict
 from openrl_inspect.resolvers.diagnosis import (
     Diagnosis,
     DutyEvidence,
+    KubeEvidence,
     ModelEvidence,
     SamplingEvidence,
     diagnose,
@@ -87,5 +88,5 @@ def test_gpus_busy_between_bursts_are_not_idle() -> None:
 
 
 def test_a_healthy_model_without_kubernetes_evidence_is_judged_on_the_rest() -> None:
-    evidence = de.healthy(kube=de.KubeEvidence())
+    evidence = de.healthy(kube=KubeEvidence())
     assert_healthy(evidence)

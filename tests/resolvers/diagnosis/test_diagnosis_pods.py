@@ -5,6 +5,7 @@ them, Events as the kubelet and node-problem-detector write them."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from openrl_inspect.adapters.kubernetes import (
     Condition,
@@ -27,7 +28,7 @@ def kinds(d: Diagnosis) -> list[CauseKind]:
     return [c.kind for c in d.causes]
 
 
-def with_trainer(container: ContainerState, **pod_changes: object) -> ModelEvidence:
+def with_trainer(container: ContainerState, **pod_changes: Any) -> ModelEvidence:
     trainer = replace(de.pod(containers=[container]), **pod_changes)
     return de.with_kube(de.healthy(), pods=(trainer, de.pod(de.SAMPLER_POD, "sampler")))
 

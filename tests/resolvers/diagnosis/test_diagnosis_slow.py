@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from openrl_inspect.domain import CauseKind, Verdict
+from openrl_inspect.domain import CauseKind, OpHealth, Verdict
 from openrl_inspect.resolvers.diagnosis import (
     Cause,
     Diagnosis,
     DutyEvidence,
     SamplingEvidence,
     Thresholds,
+    Unknown,
     diagnose,
 )
 from support import diagnosis_evidence as de
@@ -57,7 +58,7 @@ def test_no_idle_reservation_while_an_op_runs_or_without_samples() -> None:
     hist = de.history(end=de.NOW - 2400)
     running = de.open_op("op-x", "sample", 50, de.NOW - 30, de.SAMPLER)
     ev = de.with_state(
-        de.healthy(hist, duty=idle_duty(0.0)), open_ops=((running, de.HEALTH.RUNNING),)
+        de.healthy(hist, duty=idle_duty(0.0)), open_ops=((running, OpHealth.RUNNING),)
     )
     assert CauseKind.IDLE_RESERVATION not in kinds(diagnose(ev))
     no_samples = DutyEvidence(600.0, {})
@@ -65,7 +66,7 @@ def test_no_idle_reservation_while_an_op_runs_or_without_samples() -> None:
 
 
 def test_idle_reservation_needs_the_duty_backend() -> None:
-    unknown = de.Unknown("prometheus", "BACKEND_UNAVAILABLE", "connection refused")
+    unknown = Unknown("prometheus", "BACKEND_UNAVAILABLE", "connection refused")
     hist = de.history(end=de.NOW - 2400)
     d = diagnose(de.healthy(hist, duty=unknown))
     assert kinds(d) == [CauseKind.STALLED] and d.unknown == (unknown,)
@@ -99,7 +100,7 @@ def test_sampler_slow_against_its_own_baseline() -> None:
 
 
 def test_sampler_unknown_is_said_not_guessed() -> None:
-    unknown = de.Unknown("redis", "BACKEND_TIMEOUT", "sampler batches timed out")
+    unknown = Unknown("redis", "BACKEND_TIMEOUT", "sampler batches timed out")
     d = diagnose(de.healthy(sampling=unknown))
     assert d.causes == () and d.unknown == (unknown,)
 
@@ -141,5 +142,5 @@ def test_mild_drift_is_not_a_regression(factor: float) -> None:
 def test_slow_causes_are_only_judged_for_active_models() -> None:
     hist = de.history(slow={"forward_backward": 3.0}, slow_from=40)
     ev = de.with_state(de.healthy(hist), model=de.model("placed"))
-    ev = replace(ev, kube=de.Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "off"))
+    ev = replace(ev, kube=Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "off"))
     assert diagnose(ev).causes == ()

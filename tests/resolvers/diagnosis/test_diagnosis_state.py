@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.domain import CauseKind, OpHealth, OpStatus, Verdict
-from openrl_inspect.resolvers.diagnosis import Cause, Diagnosis, StateEvidence, diagnose
+from openrl_inspect.resolvers.diagnosis import Cause, Diagnosis, StateEvidence, Unknown, diagnose
 from support import diagnosis_evidence as de
 
 
@@ -166,7 +166,7 @@ def test_ended_models_have_no_causes() -> None:
 
 
 def test_waiting_without_kubernetes_evidence_is_waiting_and_says_what_is_unknown() -> None:
-    unknown = de.Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "Kubernetes is not configured")
+    unknown = Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "Kubernetes is not configured")
     state = StateEvidence(model=de.model("waiting", at=de.NOW - 1903))
     d = diagnose(de.healthy(state=state, kube=unknown))
     assert d.verdict == Verdict.WAITING
