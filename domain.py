@@ -66,6 +66,7 @@ class Verdict(StrEnum):
     STALLED = "STALLED"
     WAITING = "WAITING"
     IDLE = "IDLE"
+    SLOW = "SLOW"  # progressing, but slower than its own past or held back (diagnosis)
     PROGRESSING = "PROGRESSING"
     ENDED = "ENDED"
 

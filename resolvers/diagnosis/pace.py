@@ -1,0 +1,55 @@
+"""Step pace from the recent steps: durations, the last finished step, the stall test.
+
+Shared by the verdict and the rules, so both call a model stalled on the same numbers
+(the same test as the summary's verdict).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, Thresholds
+from openrl_inspect.state.records import StepRecord
+
+
+def finished(steps: Sequence[StepRecord]) -> list[StepRecord]:
+    """Finished steps with both ends known, oldest first."""
+    done = [s for s in steps if s.started_at is not None and s.finished_at is not None]
+    return sorted(done, key=lambda s: s.step)
+
+
+def durations(steps: Sequence[StepRecord]) -> list[float]:
+    return [
+        s.finished_at - s.started_at
+        for s in finished(steps)
+        if s.finished_at is not None and s.started_at is not None
+    ]
+
+
+def last_finished(steps: Sequence[StepRecord]) -> StepRecord | None:
+    done = finished(steps)
+    return max(done, key=lambda s: s.finished_at or 0.0) if done else None
+
+
+def median_step(steps: Sequence[StepRecord]) -> float | None:
+    values = durations(steps)
+    return statistics.median(values) if values else None
+
+
+def stall_limit(median: float | None, t: Thresholds) -> float:
+    """Seconds without a finished step after which a model is stalled."""
+    return max(t.stall_factor * (median or 0.0), t.stall_min_s)
+
+
+def since_last_step(evidence: ModelEvidence) -> float | None:
+    last = last_finished(evidence.state.steps)
+    if last is None or last.finished_at is None:
+        return None
+    return max(0.0, evidence.now - last.finished_at)
+
+
+def is_stalled(evidence: ModelEvidence) -> bool:
+    since = since_last_step(evidence)
+    median = median_step(evidence.state.steps)
+    return since is not None and since > stall_limit(median, evidence.thresholds)
