@@ -28,6 +28,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     PodSetAssignment,
     SchedulingFailure,
     Taint,
+    Termination,
     WorkloadRecord,
 )
 
@@ -149,15 +150,29 @@ def resource_version(obj: Json) -> str | None:
 # --- pods and nodes ----------------------------------------------------------------------
 
 
-def _container_state(status: Json, init: bool) -> ContainerState:
+def _termination(detail: Json) -> Termination:
+    return Termination(
+        reason=_str(detail, "reason") or None,
+        exit_code=_int(detail.get("exitCode")),
+        signal=_int(detail.get("signal")) or None,  # 0 is "no signal"
+        message=_str(detail, "message") or None,
+        started_at=parse_time(detail.get("startedAt")),
+        finished_at=parse_time(detail.get("finishedAt")),
+    )
+
+
+def _container_state(status: Json, init: bool, images: Mapping[str, str]) -> ContainerState:
     state = _map(status, "state")
     kind, detail = "unknown", {}
     for candidate in ("waiting", "running", "terminated"):
         if candidate in state and isinstance(state[candidate], Mapping):
             kind, detail = candidate, state[candidate]
             break
+    name = _str(status, "name") or ""
+    # The kubelet's lastState.terminated: where an OOM kill shows once it has restarted.
+    last = _map(_map(status, "lastState"), "terminated")
     return ContainerState(
-        name=_str(status, "name") or "",
+        name=name,
         state=kind,
         init=init,
         ready=status.get("ready") is True,
@@ -167,7 +182,21 @@ def _container_state(status: Json, init: bool) -> ContainerState:
         exit_code=_int(detail.get("exitCode")),
         started_at=parse_time(detail.get("startedAt")),
         finished_at=parse_time(detail.get("finishedAt")),
+        signal=_int(detail.get("signal")) or None,
+        image=_str(status, "image") or images.get(name),
+        last_termination=_termination(last) if last else None,
     )
+
+
+def _images(spec: Json) -> dict[str, str]:
+    """Container name -> the image its spec names (status may not carry one yet)."""
+    out: dict[str, str] = {}
+    for field in ("initContainers", "containers"):
+        for container in _list(spec, field):
+            name, image = _str(container, "name"), _str(container, "image")
+            if name and image:
+                out[name] = image
+    return out
 
 
 def _gpu_request(spec: Json) -> int:
@@ -213,8 +242,13 @@ def parse_pod(obj: Json) -> PodRecord | None:
     for cond in conditions:
         if cond.type == "PodScheduled" and cond.status == "False":
             failure = SchedulingFailure(cond.reason, cond.message, cond.last_transition)
-    containers = tuple(_container_state(s, True) for s in _list(status, "initContainerStatuses"))
-    containers += tuple(_container_state(s, False) for s in _list(status, "containerStatuses"))
+    images = _images(spec)
+    containers = tuple(
+        _container_state(s, True, images) for s in _list(status, "initContainerStatuses")
+    )
+    containers += tuple(
+        _container_state(s, False, images) for s in _list(status, "containerStatuses")
+    )
     owner_kind = owner_name = None
     for ref in _list(metadata, "ownerReferences"):
         if ref.get("controller") is True:

@@ -31,6 +31,9 @@ NODES = WatchedResource("", "nodes", namespaced=False)
 WORKLOADS = WatchedResource(KUEUE_GROUP, "workloads", namespaced=True)
 RESOURCE_SLICES = WatchedResource(DRA_GROUP, "resourceslices", namespaced=False)
 RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
+# Alpha or beta on most clusters (feature gate DRADeviceTaintRules): often not served,
+# which the informer reports as such and the GPUs are then read without rules.
+DEVICE_TAINT_RULES = WatchedResource(DRA_GROUP, "devicetaintrules", namespaced=False)
 
 #: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
@@ -39,5 +42,6 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     WORKLOADS,
     RESOURCE_SLICES,
     RESOURCE_CLAIMS,
+    DEVICE_TAINT_RULES,
 )
 READ_VERBS = ("get", "list", "watch")

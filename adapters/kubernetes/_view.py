@@ -15,6 +15,7 @@ from typing import TypeVar
 from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
@@ -25,6 +26,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._store import (
+    GpuIndex,
     Keyed,
     SliceStore,
     Store,
@@ -32,6 +34,7 @@ from openrl_inspect.adapters.kubernetes._store import (
     node_store,
     pod_store,
     slice_store,
+    taint_rule_store,
     workload_store,
 )
 from openrl_inspect.errors import InvalidInput
@@ -59,13 +62,14 @@ def page(items: Iterable[T], limit: int) -> Listing[T]:
 
 @dataclass
 class ClusterView:
-    """The five kinds' stores and the queries over them."""
+    """The six kinds' stores and the queries over them."""
 
     pods: Store[PodRecord] = field(default_factory=pod_store)
     nodes: Store[NodeRecord] = field(default_factory=node_store)
     workloads: Store[WorkloadRecord] = field(default_factory=workload_store)
     slices: SliceStore = field(default_factory=slice_store)
     claims: Store[ClaimRecord] = field(default_factory=claim_store)
+    taint_rules: Store[TaintRuleRecord] = field(default_factory=taint_rule_store)
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -129,23 +133,27 @@ class ClusterView:
 
     # --- GPUs ---------------------------------------------------------------------------
 
+    def gpu_index(self) -> GpuIndex:
+        """The GPUs with the DeviceTaintRules' taints applied (rebuilt when either changes)."""
+        return self.slices.gpus(self.taint_rules)
+
     def list_gpus(
         self, *, node_name: str | None = None, after: DeviceKey | None = None, limit: int = 100
     ) -> Listing[GpuDevice]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         devices = index.devices if node_name is None else index.by_node.get(node_name, [])
         return page((d for d in devices if after is None or d.key > after), limit)
 
     def gpus_by_node(self, node_names: Sequence[str], limit: int = 100) -> list[Listing[GpuDevice]]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [page(index.by_node.get(n, []), limit) for n in node_names]
 
     def gpus_by_uuid(self, uuids: Sequence[str]) -> list[GpuDevice | None]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [index.by_uuid.get(u) for u in uuids]
 
     def gpus_by_device(self, keys: Sequence[DeviceKey]) -> list[GpuDevice | None]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [index.by_key.get(DeviceKey(*k)) for k in keys]
 
     # --- Kueue workloads ----------------------------------------------------------------

@@ -1,6 +1,7 @@
 """``MemoryKubernetesSource``: the in-memory twin of the Kubernetes source.
 
-Records are set directly (``put``, ``put_gpus``, ``remove``); reads go through the same
+Records are set directly (``put``, ``put_gpus``, ``remove``; DeviceTaintRules too, whose
+taints the GPU reads then apply as the real source does); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
 truncation and batching. ``failure`` makes every read raise (a backend outage), and
 ``degraded_kinds`` marks answers degraded as an unsynced cache would.
@@ -15,12 +16,14 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
     NODES,
     PODS,
     SLICES,
+    TAINT_RULES,
     WORKLOADS,
     KubernetesSource,
     Resolved,
@@ -37,7 +40,7 @@ from openrl_inspect.adapters.kubernetes._records import (
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.errors import BackendError
 
-Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord
+Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord | TaintRuleRecord
 
 
 class MemoryKubernetesSource(KubernetesSource):
@@ -60,6 +63,8 @@ class MemoryKubernetesSource(KubernetesSource):
                 self.view.workloads.upsert(record)
             elif isinstance(record, SliceRecord):
                 self.view.slices.upsert(record)
+            elif isinstance(record, TaintRuleRecord):
+                self.view.taint_rules.upsert(record)
             else:
                 self.view.claims.upsert(record)
 
@@ -82,8 +87,8 @@ class MemoryKubernetesSource(KubernetesSource):
             )
 
     def remove(self, kind: str, key: ObjectKey) -> None:
-        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices or
-        resourceclaims (cluster-scoped keys have namespace ``""``)."""
+        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices,
+        resourceclaims or devicetaintrules (cluster-scoped keys have namespace ``""``)."""
         self._stores()[kind].delete(ObjectKey(*key))
 
     def _stores(self) -> dict[str, Any]:
@@ -94,6 +99,7 @@ class MemoryKubernetesSource(KubernetesSource):
             WORKLOADS: v.workloads,
             SLICES: v.slices,
             CLAIMS: v.claims,
+            TAINT_RULES: v.taint_rules,
         }
 
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
