@@ -1,4 +1,5 @@
-"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices and Claims.
+"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices, Claims and
+DeviceTaintRules.
 
 The public surface of the adapter. ``KubernetesSource`` is the abstract source the
 loaders use; ``open_kubernetes(settings)`` gives the real one (a watch cache over the
@@ -15,12 +16,13 @@ answered while its kind was not synced is visible only through ``status()``.
 Private modules, one concept each::
 
     _records           records, keys, Listing, status types
-    _dra_records       GPU devices, their taints, ResourceClaims
+    _dra_records       GPU devices, their taints, DeviceTaintRules, ResourceClaims
     _event_records     Events and the objects they regard
     _resources         the watched resources and the verbs used (RBAC)
-    _parse             JSON -> pod, node, Kueue workload records
-    _dra               JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
-    _store             keyed stores with indexes; newest-generation GPU index
+    _parse             JSON -> pod and node records; the JSON helpers
+    _parse_kueue       JSON -> Kueue Workload, Job and JobSet records
+    _dra               JSON -> ResourceSlice / ResourceClaim / DeviceTaintRule records
+    _store             keyed stores with indexes; newest-generation GPU index with rules
     _view              the queries over stores
     _queries           KubernetesSource: the reads shared by the real source and the twin
     _api               the official client: paged LIST, WATCH, errors, request counts
@@ -47,6 +49,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     DeviceTaint,
     GpuDevice,
     SliceRecord,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
@@ -142,6 +145,7 @@ __all__ = [
     "SliceRecord",
     "SourceStatus",
     "Taint",
+    "TaintRuleRecord",
     "Termination",
     "WatchedResource",
     "WorkloadRecord",

@@ -21,6 +21,7 @@ import orjson
 from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    DEVICE_TAINT_RULES,
     JOBS,
     JOBSET_GROUP,
     KUEUE_GROUP,
@@ -55,6 +56,14 @@ _DRA_APIS: dict[str, str] = {
     "v1": "ResourceV1Api",
     "v1beta2": "ResourceV1beta2Api",
     "v1beta1": "ResourceV1beta1Api",
+}
+# DeviceTaintRules: v1alpha3 from 1.33, beta then GA later; newest first. Independent of
+# the slices' version: a cluster serving ResourceSlices in v1 may serve rules only in
+# v1alpha3 (or not at all), so discovery asks each version's resource list.
+_TAINT_RULE_APIS: dict[str, str] = {
+    "v1": "ResourceV1Api",
+    "v1beta2": "ResourceV1beta2Api",
+    "v1alpha3": "ResourceV1alpha3Api",
 }
 
 
@@ -162,6 +171,7 @@ class KubeApi:
             None if settings.dra_version == "auto" else settings.dra_version
         )
         self._discovery_lock = asyncio.Lock()
+        self._taint_rule_version: str | None = None
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -193,6 +203,41 @@ class KubeApi:
         versions = body.get("versions") if isinstance(body, dict) else None
         served = {v.get("version") for v in versions or [] if isinstance(v, dict)}
         self._dra_version = next((v for v in DRA_VERSIONS if v in served), DRA_VERSIONS[0])
+
+    async def taint_rule_version(self) -> str:
+        """The newest ``resource.k8s.io`` version serving devicetaintrules; ``NotServed``
+        when none does (asked again next time: a feature gate may be turned on)."""
+        async with self._discovery_lock:
+            if self._taint_rule_version is None:
+                self._taint_rule_version = await self._discover_taint_rule_version()
+        return self._taint_rule_version
+
+    async def _discover_taint_rule_version(self) -> str:
+        what = "discovery of devicetaintrules"
+        for version, api_name in _TAINT_RULE_APIS.items():
+            api = getattr(kclient, api_name)(self.client)
+            self.counts["get", "discovery"] += 1
+            with translate(what):
+                response = await api.get_api_resources_without_preload_content(
+                    _request_timeout=float(self.settings.request_timeout_s)
+                )
+                try:
+                    if response.status == 404:
+                        continue
+                    check_status(response.status, what)
+                    body = orjson.loads(await response.read())
+                finally:
+                    response.release()
+            resources = body.get("resources") if isinstance(body, dict) else None
+            names = {r.get("name") for r in resources or [] if isinstance(r, dict)}
+            if DEVICE_TAINT_RULES.resource in names:
+                return version
+        raise NotServed(BACKEND, f"{what}: not served by this cluster")
+
+    def _check(self, resource: WatchedResource, status: int, what: str) -> None:
+        if status == 404 and resource is DEVICE_TAINT_RULES:
+            self._taint_rule_version = None  # served no more (a downgrade): discover again
+        check_status(status, what)
 
     async def _request(
         self, resource: WatchedResource, namespace: str | None, params: dict[str, Any]
@@ -226,6 +271,10 @@ class KubeApi:
                 if ns
                 else custom.list_custom_object_for_all_namespaces_without_preload_content
             )
+        elif resource is DEVICE_TAINT_RULES:
+            api_name = _TAINT_RULE_APIS[await self.taint_rule_version()]
+            rules = getattr(kclient, api_name)(self.client)
+            call = rules.list_device_taint_rule_without_preload_content
         else:
             dra = getattr(kclient, _DRA_APIS[await self.dra_version()])(self.client)
             if resource is RESOURCE_SLICES:
@@ -260,7 +309,7 @@ class KubeApi:
         with translate(what):
             response = await self._request(resource, namespace, params)
             try:
-                check_status(response.status, what)
+                self._check(resource, response.status, what)
                 body = orjson.loads(await response.read())
             finally:
                 response.release()
@@ -295,7 +344,7 @@ class KubeApi:
         with translate(what):
             response = await self._request(resource, namespace, params)
         try:
-            check_status(response.status, what)
+            self._check(resource, response.status, what)
             yield WatchStream(response, what)
         finally:
             # Closing (not releasing) drops a stream the server may still be writing to.

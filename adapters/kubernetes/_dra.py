@@ -1,8 +1,11 @@
-"""Parsers for DRA objects: ResourceSlices (the GPUs) and ResourceClaims (who holds them).
+"""Parsers for DRA objects: ResourceSlices (the GPUs), ResourceClaims (who holds them) and
+DeviceTaintRules (taints an admin puts on devices).
 
 Both ``resource.k8s.io/v1`` and ``v1beta1`` are understood: v1beta1 nests a device's
-attributes and capacity under ``basic`` and inlines a claim request's device class,
-where v1 (and v1beta2) put attributes on the device and the request under ``exactly``.
+attributes, capacity and taints under ``basic`` and inlines a claim request's device
+class, where v1 (and v1beta2) put them on the device and the request under ``exactly``.
+DeviceTaintRules are read in v1alpha3 (before 1.35 its selector also had
+``deviceClassName`` and CEL ``selectors``), v1beta2 and v1: the same shape.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimConsumer,
     ClaimRecord,
     ClaimRequest,
+    DeviceTaint,
     GpuDevice,
     SliceRecord,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._parse import (
     Json,
@@ -49,6 +54,27 @@ def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _taint(raw: Any, rule: str | None = None) -> DeviceTaint | None:
+    """A DeviceTaint; ``None`` without a key. An effect is kept as written: the API says
+    consumers treat an unknown one like ``None`` (informational), and so does
+    ``DeviceTaint.blocking``."""
+    key = _str(raw, "key")
+    if not key:
+        return None
+    return DeviceTaint(
+        key=key,
+        effect=_str(raw, "effect") or "",
+        value=_str(raw, "value") or None,
+        time_added=parse_time(raw.get("timeAdded")),
+        rule=rule,
+    )
+
+
+def _taints(raw: Json) -> tuple[DeviceTaint, ...]:
+    found = (_taint(t) for t in _list(raw, "taints"))
+    return tuple(t for t in found if t is not None)
+
+
 def _device(
     raw: Json, driver: str, pool: str, generation: int, node: str | None, slice_name: str
 ) -> GpuDevice | None:
@@ -76,6 +102,7 @@ def _device(
         pci_bus_id=_opt_str(_attribute(attributes, driver, "pcieBusID")),
         memory_bytes=parse_quantity(memory),
         slice_name=slice_name,
+        taints=_taints(body),
     )
 
 
@@ -156,4 +183,33 @@ def parse_claim(obj: Json) -> ClaimRecord | None:
         ),
         created=parse_time(metadata.get("creationTimestamp")),
         deleting=bool(metadata.get("deletionTimestamp")),
+    )
+
+
+def parse_taint_rule(obj: Json) -> TaintRuleRecord | None:
+    """A DeviceTaintRule; ``None`` without a name or without a taint key."""
+    meta = _meta(obj)
+    if meta is None:
+        return None
+    _, name, uid, _ = meta
+    spec = _map(obj, "spec")
+    taint = _taint(_map(spec, "taint"), rule=name)
+    if taint is None:
+        return None
+    raw_selector = spec.get("deviceSelector")
+    selector = raw_selector if isinstance(raw_selector, Mapping) else {}
+    cel = tuple(
+        _str(_map(item, "cel"), "expression") or "" for item in _list(selector, "selectors")
+    )
+    return TaintRuleRecord(
+        name=name,
+        uid=uid,
+        taint=taint,
+        selects=isinstance(raw_selector, Mapping),
+        driver=_str(selector, "driver"),
+        pool=_str(selector, "pool"),
+        device=_str(selector, "device"),
+        device_class=_str(selector, "deviceClassName"),
+        cel=cel,
+        created=parse_time(_map(obj, "metadata").get("creationTimestamp")),
     )

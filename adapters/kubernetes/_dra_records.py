@@ -46,6 +46,9 @@ class GpuDevice:
     memory_bytes: int | None
     slice_name: str
     taints: tuple[DeviceTaint, ...] = ()
+    #: DeviceTaintRules whose driver/pool/device criteria select this device but which
+    #: also need a CEL or DeviceClass test the inspector cannot run: they may taint it.
+    rules_not_evaluated: tuple[str, ...] = ()
 
     @property
     def key(self) -> DeviceKey:
@@ -55,6 +58,48 @@ class GpuDevice:
     def healthy(self) -> bool:
         """No taint that keeps claims off it: a tainted GPU is never counted free."""
         return not any(t.blocking for t in self.taints)
+
+
+@dataclass(frozen=True, slots=True)
+class TaintRuleRecord:
+    """A DeviceTaintRule (cluster-scoped): one taint for the devices its selector picks.
+
+    ``selects`` is False when the rule has no ``spec.deviceSelector`` (the API matches no
+    device then); an empty selector matches every device. ``device_class`` and ``cel``
+    are the selector fields of resource.k8s.io/v1alpha3 before 1.35 (a DeviceClass name,
+    CEL expressions): the inspector cannot evaluate them (see ``evaluable``).
+    """
+
+    name: str
+    uid: str
+    taint: DeviceTaint
+    selects: bool
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    device_class: str | None = None
+    cel: tuple[str, ...] = ()
+    created: float | None = None
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey("", self.name)
+
+    @property
+    def evaluable(self) -> bool:
+        """Whether matching needs only driver, pool and device name (no CEL, no class)."""
+        return self.device_class is None and not self.cel
+
+    def names(self, device: GpuDevice) -> bool:
+        """Whether the driver/pool/device criteria select ``device`` (all must hold)."""
+        return self.selects and all(
+            want is None or want == have
+            for want, have in (
+                (self.driver, device.driver),
+                (self.pool, device.pool),
+                (self.device, device.device),
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)

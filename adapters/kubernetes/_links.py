@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra_records import ClaimRecord
+from openrl_inspect.adapters.kubernetes._dra_records import ClaimRecord, TaintRuleRecord
 from openrl_inspect.adapters.kubernetes._records import (
     JobRecord,
     NodeRecord,
@@ -35,6 +35,7 @@ from openrl_inspect.adapters.kubernetes._store import (
     node_store,
     pod_store,
     slice_store,
+    taint_rule_store,
     workload_store,
 )
 
@@ -52,6 +53,7 @@ class LinkedStores:
     claims: Store[ClaimRecord] = field(default_factory=claim_store)
     jobs: Store[JobRecord] = field(default_factory=job_store)
     jobsets: Store[JobRecord] = field(default_factory=job_store)
+    taint_rules: Store[TaintRuleRecord] = field(default_factory=taint_rule_store)
 
     # --- model -> objects ---------------------------------------------------------------
 

@@ -18,22 +18,17 @@ from openrl_inspect.adapters.kubernetes._records import (
     GPU_RESOURCE,
     JOB_CONTROLLER_UID_LABELS,
     JOBSET_UID_LABEL,
-    KUEUE_JOB_UID_LABEL,
-    Admission,
     Condition,
     ContainerState,
-    JobRecord,
     LabelKeys,
     NodeRecord,
     ObjectKey,
     OwnerRef,
     PodRecord,
     PodResourceClaim,
-    PodSet,
-    PodSetAssignment,
     SchedulingFailure,
     Taint,
-    WorkloadRecord,
+    Termination,
 )
 
 Json = Mapping[str, Any]
@@ -154,15 +149,29 @@ def resource_version(obj: Json) -> str | None:
 # --- pods and nodes ----------------------------------------------------------------------
 
 
-def _container_state(status: Json, init: bool) -> ContainerState:
+def _termination(detail: Json) -> Termination:
+    return Termination(
+        reason=_str(detail, "reason") or None,
+        exit_code=_int(detail.get("exitCode")),
+        signal=_int(detail.get("signal")) or None,  # 0 is "no signal"
+        message=_str(detail, "message") or None,
+        started_at=parse_time(detail.get("startedAt")),
+        finished_at=parse_time(detail.get("finishedAt")),
+    )
+
+
+def _container_state(status: Json, init: bool, images: Mapping[str, str]) -> ContainerState:
     state = _map(status, "state")
     kind, detail = "unknown", {}
     for candidate in ("waiting", "running", "terminated"):
         if candidate in state and isinstance(state[candidate], Mapping):
             kind, detail = candidate, state[candidate]
             break
+    name = _str(status, "name") or ""
+    # The kubelet's lastState.terminated: where an OOM kill shows once it has restarted.
+    last = _map(_map(status, "lastState"), "terminated")
     return ContainerState(
-        name=_str(status, "name") or "",
+        name=name,
         state=kind,
         init=init,
         ready=status.get("ready") is True,
@@ -172,7 +181,21 @@ def _container_state(status: Json, init: bool) -> ContainerState:
         exit_code=_int(detail.get("exitCode")),
         started_at=parse_time(detail.get("startedAt")),
         finished_at=parse_time(detail.get("finishedAt")),
+        signal=_int(detail.get("signal")) or None,
+        image=_str(status, "image") or images.get(name),
+        last_termination=_termination(last) if last else None,
     )
+
+
+def _images(spec: Json) -> dict[str, str]:
+    """Container name -> the image its spec names (status may not carry one yet)."""
+    out: dict[str, str] = {}
+    for field in ("initContainers", "containers"):
+        for container in _list(spec, field):
+            name, image = _str(container, "name"), _str(container, "image")
+            if name and image:
+                out[name] = image
+    return out
 
 
 def _gpu_request(spec: Json) -> int:
@@ -232,8 +255,13 @@ def parse_pod(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> PodRecord | None:
     for cond in conditions:
         if cond.type == "PodScheduled" and cond.status == "False":
             failure = SchedulingFailure(cond.reason, cond.message, cond.last_transition)
-    containers = tuple(_container_state(s, True) for s in _list(status, "initContainerStatuses"))
-    containers += tuple(_container_state(s, False) for s in _list(status, "containerStatuses"))
+    images = _images(spec)
+    containers = tuple(
+        _container_state(s, True, images) for s in _list(status, "initContainerStatuses")
+    )
+    containers += tuple(
+        _container_state(s, False, images) for s in _list(status, "containerStatuses")
+    )
     owners = owner_refs(metadata)
     controller = owners[0] if owners and owners[0].controller else None
     job_labels = (labels.get(k) for k in (*JOB_CONTROLLER_UID_LABELS, JOBSET_UID_LABEL))
@@ -286,86 +314,4 @@ def parse_node(obj: Json) -> NodeRecord | None:
         taints=taints,
         conditions=conditions,
         created=parse_time(_map(obj, "metadata").get("creationTimestamp")),
-    )
-
-
-# --- Kueue workloads ---------------------------------------------------------------------
-
-
-def _template_model(pod_sets: Sequence[Any], key: str) -> str | None:
-    """The model label of the pod sets' templates: Kueue copies the job's pod template
-    into the Workload, labels included, whatever ``labelKeysToCopy`` says."""
-    for item in pod_sets:
-        value = _str_map(_map(_map(item, "template"), "metadata").get("labels")).get(key)
-        if value:
-            return value
-    return None
-
-
-def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecord | None:
-    meta = _meta(obj)
-    if meta is None:
-        return None
-    namespace, name, uid, labels = meta
-    spec, status = _map(obj, "spec"), _map(obj, "status")
-    owners = owner_refs(_map(obj, "metadata"))
-    admission = None
-    raw_admission = _map(status, "admission")
-    if raw_admission:
-        admission = Admission(
-            cluster_queue=_str(raw_admission, "clusterQueue") or "",
-            pod_set_assignments=tuple(
-                PodSetAssignment(
-                    name=_str(item, "name") or "",
-                    flavors=_str_map(item.get("flavors")),
-                    resource_usage=_str_map(item.get("resourceUsage")),
-                    count=_int(item.get("count")),
-                )
-                for item in _list(raw_admission, "podSetAssignments")
-            ),
-        )
-    return WorkloadRecord(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        labels=labels,
-        model_id=labels.get(keys.model) or _template_model(_list(spec, "podSets"), keys.model),
-        queue_name=_str(spec, "queueName"),
-        priority=_int(spec.get("priority")),
-        priority_class=_str(spec, "priorityClassName"),
-        active=spec.get("active") is not False,
-        pod_sets=tuple(
-            PodSet(name=_str(item, "name") or "", count=_int(item.get("count")))
-            for item in _list(spec, "podSets")
-        ),
-        conditions=_conditions(_list(status, "conditions")),
-        admission=admission,
-        requeue_count=_int(_map(status, "requeueState").get("count")),
-        created=parse_time(_map(obj, "metadata").get("creationTimestamp")),
-        job_uids=_unique([*(o.uid for o in owners), labels.get(KUEUE_JOB_UID_LABEL)]),
-        owners=owners,
-    )
-
-
-# --- jobs --------------------------------------------------------------------------------
-
-
-def parse_job(obj: Json, kind: str, keys: LabelKeys = DEFAULT_LABELS) -> JobRecord | None:
-    """A batch/v1 Job or a JobSet (``kind``); both suspend with ``spec.suspend``."""
-    meta = _meta(obj)
-    if meta is None:
-        return None
-    namespace, name, uid, labels = meta
-    metadata = _map(obj, "metadata")
-    owners = [o.uid for o in owner_refs(metadata)]
-    return JobRecord(
-        kind=kind,
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        labels=labels,
-        model_id=labels.get(keys.model),
-        owner_uids=_unique([*owners, labels.get(JOBSET_UID_LABEL) if kind == "Job" else None]),
-        suspended=_map(obj, "spec").get("suspend") is True,
-        created=parse_time(metadata.get("creationTimestamp")),
     )

@@ -37,6 +37,7 @@ PODS, NODES, WORKLOADS = "pods", "nodes", "workloads"
 SLICES, CLAIMS = "resourceslices", "resourceclaims"
 JOBS, JOBSETS = "jobs", "jobsets"
 
+TAINT_RULES = "devicetaintrules"
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
@@ -210,13 +211,14 @@ class KubernetesSource(abc.ABC):
         return r.view.get_nodes(names)
 
     # --- GPUs ---------------------------------------------------------------------------
+    # Every GPU read also needs the DeviceTaintRules: their taints are part of a GPU.
 
     async def list_gpus(
         self, *, node_name: str | None = None, after: DeviceKey | None = None, limit: int = 100
     ) -> Listing[GpuDevice]:
         check_limit(limit)
         selector = ALL if node_name is None else by_field("spec.nodeName", [node_name])
-        r = await self._resolve({SLICES: selector})
+        r = await self._resolve({SLICES: selector, TAINT_RULES: ALL})
         return r.one(r.view.list_gpus(node_name=node_name, after=after, limit=limit))
 
     async def gpus_by_node(
@@ -225,19 +227,19 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not node_names:
             return []
-        r = await self._resolve({SLICES: by_field("spec.nodeName", node_names)})
+        r = await self._resolve({SLICES: by_field("spec.nodeName", node_names), TAINT_RULES: ALL})
         return r.many(r.view.gpus_by_node(node_names, limit))
 
     async def gpus_by_uuid(self, uuids: Sequence[str]) -> list[GpuDevice | None]:
         if not uuids:
             return []
-        r = await self._resolve({SLICES: ALL})
+        r = await self._resolve({SLICES: ALL, TAINT_RULES: ALL})
         return r.view.gpus_by_uuid(uuids)
 
     async def gpus_by_device(self, keys: Sequence[DeviceKey]) -> list[GpuDevice | None]:
         if not keys:
             return []
-        r = await self._resolve({SLICES: ALL})
+        r = await self._resolve({SLICES: ALL, TAINT_RULES: ALL})
         return r.view.gpus_by_device(keys)
 
     # --- Kueue workloads ----------------------------------------------------------------

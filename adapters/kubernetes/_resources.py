@@ -36,6 +36,9 @@ RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
 # The jobs Kueue queues: how a Workload without model labels reaches its model and pods.
 JOBS = WatchedResource(BATCH_GROUP, "jobs", namespaced=True)
 JOBSETS = WatchedResource(JOBSET_GROUP, "jobsets", namespaced=True)
+# Alpha or beta on most clusters (feature gate DRADeviceTaintRules): often not served,
+# which the informer reports as such and the GPUs are then read without rules.
+DEVICE_TAINT_RULES = WatchedResource(DRA_GROUP, "devicetaintrules", namespaced=False)
 
 #: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
@@ -46,5 +49,6 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     RESOURCE_CLAIMS,
     JOBS,
     JOBSETS,
+    DEVICE_TAINT_RULES,
 )
 READ_VERBS = ("get", "list", "watch")

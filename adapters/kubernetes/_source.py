@@ -21,18 +21,15 @@ from openrl_inspect.adapters.kubernetes._api import (
     create_api_client,
     refresh_credentials,
 )
-from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
 from openrl_inspect.adapters.kubernetes._informer import Informer
-from openrl_inspect.adapters.kubernetes._parse import (
-    parse_job,
-    parse_node,
-    parse_pod,
-    parse_workload,
-)
+from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
+from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
 from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    DEVICE_TAINT_RULES,
     JOBS,
     JOBSETS,
     NODES,
@@ -51,6 +48,7 @@ from openrl_inspect.adapters.kubernetes._store import (
     node_store,
     pod_store,
     slice_store,
+    taint_rule_store,
     workload_store,
 )
 from openrl_inspect.adapters.kubernetes._view import ClusterView
@@ -64,6 +62,7 @@ _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
     RESOURCE_CLAIMS.kind: ("claims", claim_store),
     JOBS.kind: ("jobs", job_store),
     JOBSETS.kind: ("jobsets", job_store),
+    DEVICE_TAINT_RULES.kind: ("taint_rules", taint_rule_store),
 }
 _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
@@ -87,6 +86,7 @@ class KubernetesCacheSource(KubernetesSource):
             RESOURCE_CLAIMS.kind: parse_claim,
             JOBS.kind: functools.partial(parse_job, kind="Job", keys=labels),
             JOBSETS.kind: functools.partial(parse_job, kind="JobSet", keys=labels),
+            DEVICE_TAINT_RULES.kind: parse_taint_rule,
         }
         self.informers: dict[str, list[Informer[Any]]] = {}
         for resource in WATCHED_RESOURCES:

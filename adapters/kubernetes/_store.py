@@ -10,13 +10,15 @@ queries (``kubernetes_view``), so they cannot disagree.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
 from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
@@ -167,21 +169,48 @@ def claim_store() -> Store[ClaimRecord]:
     )
 
 
+def taint_rule_store() -> Store[TaintRuleRecord]:
+    return Store[TaintRuleRecord]()
+
+
+def with_rules(device: GpuDevice, rules: Sequence[TaintRuleRecord]) -> GpuDevice:
+    """The device with the taints of the DeviceTaintRules that select it added (taints are
+    cumulative: the driver's and every rule's). A rule that also needs a CEL expression
+    or a DeviceClass to match cannot be evaluated here; applying it would taint devices it
+    may not select, ignoring it would hide a taint, so it is named in
+    ``rules_not_evaluated`` instead (only where its other criteria hold)."""
+    selecting = [r for r in rules if r.names(device)]
+    if not selecting:
+        return device
+    return replace(
+        device,
+        taints=device.taints + tuple(r.taint for r in selecting if r.evaluable),
+        rules_not_evaluated=tuple(r.name for r in selecting if not r.evaluable),
+    )
+
+
 class GpuIndex:
-    """The devices of each pool's newest generation, by key, UUID and node.
+    """The devices of each pool's newest generation, by key, UUID and node, with the
+    taints of the DeviceTaintRules applied.
 
     A driver that republishes a pool bumps its generation; slices of older generations
     may linger until it deletes them and must not count.
     """
 
-    def __init__(self, slices: Iterable[SliceRecord]) -> None:
+    def __init__(
+        self, slices: Iterable[SliceRecord], rules: Iterable[TaintRuleRecord] = ()
+    ) -> None:
         slices = list(slices)
+        ordered = sorted(rules, key=lambda r: r.name)
         newest: dict[tuple[str, str], int] = {}
         for s in slices:
             pool = (s.driver, s.pool)
             newest[pool] = max(newest.get(pool, s.pool_generation), s.pool_generation)
         devices = [
-            d for s in slices if s.pool_generation == newest[(s.driver, s.pool)] for d in s.devices
+            with_rules(d, ordered)
+            for s in slices
+            if s.pool_generation == newest[(s.driver, s.pool)]
+            for d in s.devices
         ]
         devices.sort(key=lambda d: d.key)
         self.devices: list[GpuDevice] = devices
@@ -195,13 +224,23 @@ class GpuIndex:
 
 
 class SliceStore(Store[SliceRecord]):
-    """A slice store that keeps its ``GpuIndex`` until the slices change."""
+    """A slice store that keeps its ``GpuIndex`` until the slices or the rules change."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._gpu_index: tuple[int, GpuIndex] | None = None
+        # (slices' version, the rule store, its version, the index). The rule store is
+        # held, not its id: a direct read's short-lived store could reuse a freed id.
+        self._gpu_index: tuple[int, Store[TaintRuleRecord] | None, int, GpuIndex] | None = None
 
-    def gpus(self) -> GpuIndex:
-        if self._gpu_index is None or self._gpu_index[0] != self.version:
-            self._gpu_index = (self.version, GpuIndex(self.values()))
-        return self._gpu_index[1]
+    def gpus(self, rules: Store[TaintRuleRecord] | None = None) -> GpuIndex:
+        rules_version = -1 if rules is None else rules.version
+        cached = self._gpu_index
+        if (
+            cached is None
+            or cached[0] != self.version
+            or cached[1] is not rules
+            or cached[2] != rules_version
+        ):
+            index = GpuIndex(self.values(), () if rules is None else rules.values())
+            cached = self._gpu_index = (self.version, rules, rules_version, index)
+        return cached[3]

@@ -25,7 +25,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     PodRecord,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes._store import Keyed, Store
+from openrl_inspect.adapters.kubernetes._store import GpuIndex, Keyed, Store
 from openrl_inspect.errors import InvalidInput
 
 T = TypeVar("T")
@@ -128,23 +128,27 @@ class ClusterView(LinkedStores):
 
     # --- GPUs ---------------------------------------------------------------------------
 
+    def gpu_index(self) -> GpuIndex:
+        """The GPUs with the DeviceTaintRules' taints applied (rebuilt when either changes)."""
+        return self.slices.gpus(self.taint_rules)
+
     def list_gpus(
         self, *, node_name: str | None = None, after: DeviceKey | None = None, limit: int = 100
     ) -> Listing[GpuDevice]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         devices = index.devices if node_name is None else index.by_node.get(node_name, [])
         return page((d for d in devices if after is None or d.key > after), limit)
 
     def gpus_by_node(self, node_names: Sequence[str], limit: int = 100) -> list[Listing[GpuDevice]]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [page(index.by_node.get(n, []), limit) for n in node_names]
 
     def gpus_by_uuid(self, uuids: Sequence[str]) -> list[GpuDevice | None]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [index.by_uuid.get(u) for u in uuids]
 
     def gpus_by_device(self, keys: Sequence[DeviceKey]) -> list[GpuDevice | None]:
-        index = self.slices.gpus()
+        index = self.gpu_index()
         return [index.by_key.get(DeviceKey(*k)) for k in keys]
 
     # --- Kueue workloads ----------------------------------------------------------------

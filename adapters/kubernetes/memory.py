@@ -1,6 +1,7 @@
 """``MemoryKubernetesSource``: the in-memory twin of the Kubernetes source.
 
-Records are set directly (``put``, ``put_gpus``, ``remove``); reads go through the same
+Records are set directly (``put``, ``put_gpus``, ``remove``; DeviceTaintRules too, whose
+taints the GPU reads then apply as the real source does); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
 truncation and batching. ``failure`` makes every read raise (a backend outage), and
 ``degraded_kinds`` marks answers degraded as an unsynced cache would.
@@ -15,6 +16,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
+    TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
@@ -23,6 +25,7 @@ from openrl_inspect.adapters.kubernetes._queries import (
     NODES,
     PODS,
     SLICES,
+    TAINT_RULES,
     WORKLOADS,
     KubernetesSource,
     Resolved,
@@ -40,7 +43,15 @@ from openrl_inspect.adapters.kubernetes._records import (
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.errors import BackendError
 
-Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord | JobRecord
+Record = (
+    PodRecord
+    | NodeRecord
+    | WorkloadRecord
+    | SliceRecord
+    | ClaimRecord
+    | JobRecord
+    | TaintRuleRecord
+)
 
 
 class MemoryKubernetesSource(KubernetesSource):
@@ -65,6 +76,8 @@ class MemoryKubernetesSource(KubernetesSource):
                 self.view.slices.upsert(record)
             elif isinstance(record, JobRecord):
                 (self.view.jobsets if record.kind == "JobSet" else self.view.jobs).upsert(record)
+            elif isinstance(record, TaintRuleRecord):
+                self.view.taint_rules.upsert(record)
             else:
                 self.view.claims.upsert(record)
 
@@ -88,7 +101,8 @@ class MemoryKubernetesSource(KubernetesSource):
 
     def remove(self, kind: str, key: ObjectKey) -> None:
         """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices,
-        resourceclaims, jobs or jobsets (cluster-scoped keys have namespace ``""``)."""
+        resourceclaims, jobs, jobsets or devicetaintrules (cluster-scoped keys have
+        namespace ``""``)."""
         self._stores()[kind].delete(ObjectKey(*key))
 
     def _stores(self) -> dict[str, Any]:
@@ -101,6 +115,7 @@ class MemoryKubernetesSource(KubernetesSource):
             CLAIMS: v.claims,
             JOBS: v.jobs,
             JOBSETS: v.jobsets,
+            TAINT_RULES: v.taint_rules,
         }
 
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:

@@ -5,10 +5,15 @@ Every GPU counts in exactly one bucket, so ``total = held + free + unhealthy + t
 - ``held``: allocated to a ResourceClaim (DRA), or requested by a pod on the node
   (device plugin), whatever the node's state;
 - ``unhealthy``: not held, and its node is not Ready (or gone), or the device plugin
-  reports it unhealthy (capacity above allocatable);
+  reports it unhealthy (capacity above allocatable), or its DRA device carries a
+  NoSchedule / NoExecute taint (from its driver or a DeviceTaintRule), which keeps new
+  claims off it;
 - ``tainted``: not held, on a Ready node that is cordoned or carries a NoSchedule /
   NoExecute taint other than the usual ``nvidia.com/gpu`` one that GPU pods tolerate;
 - ``free``: the rest: schedulable now.
+
+A held GPU stays ``held`` even when tainted: its claim keeps it until a NoExecute taint
+evicts the pods (``Gpu.health`` says it is unhealthy all the same).
 
 GPUs are the devices NVIDIA's DRA driver publishes in ResourceSlices (``basis`` ``dra``);
 a node with none but an ``nvidia.com/gpu`` capacity is counted from the device plugin's
@@ -115,7 +120,8 @@ def node_capacity(
     if gpus:
         products = sorted({g.product_name for g in gpus if g.product_name})
         held_here = sum(1 for g in gpus if g.key in held)
-        counts = _split(len(gpus), held_here, 0, condition)
+        broken = sum(1 for g in gpus if g.key not in held and not g.healthy)
+        counts = _split(len(gpus), held_here, broken, condition)
         return NodeCapacity(name, products[0] if products else label, "dra", counts, condition)
     capacity = (node.gpu_capacity or node.gpu_allocatable or 0) if node is not None else 0
     if capacity <= 0:
@@ -139,7 +145,7 @@ def by_product(
     for gpu in gpus:
         product = gpu.product_name or "unknown"
         condition = conditions.get(gpu.node_name or "", "unhealthy")
-        one = _split(1, 1 if gpu.key in held else 0, 0, condition)
+        one = _split(1, 1 if gpu.key in held else 0, 0 if gpu.healthy else 1, condition)
         totals[product] = totals.get(product, CapacityCounts()) + one
         node_sets.setdefault(product, set()).add(gpu.node_name or "")
     for cap in nodes:

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, cast
 import strawberry
 from openrl_inspect.resolvers.cluster import links as KM
 from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import terminations as T
 from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.schema.cluster.common import LiveConnection
+from openrl_inspect.schema.cluster.container import OomKills
 from openrl_inspect.schema.cluster.node import Gpu, Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
@@ -59,6 +61,14 @@ class ModelClusterFields:
     async def why_waiting(self, info: Info) -> list[WaitReason] | None:
         reasons = await KM.model_why_waiting(info.context, self._model().id)
         return [WaitReason.from_record(r) for r in reasons]
+
+    @strawberry.field(
+        description=f"{LIVE}: OOM kills of its pods' containers the kubelet still shows "
+        "(current state or last termination), most recent first; `first` bounds them."
+    )
+    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+        kills = await T.model_oom_kills(info.context, self._model().id, first)
+        return OomKills.from_record(kills)
 
     @strawberry.field(
         description="Seconds in its current state while WAITING or PLACED (from Redis); "
@@ -106,6 +116,14 @@ class PlacementClusterFields:
     async def live_gpus(self, info: Info) -> list[Gpu] | None:
         gpus = await KM.placement_gpus(info.context, self._placement_record())
         return [Gpu.from_record(g) for g in gpus]
+
+    @strawberry.field(
+        description=f"{LIVE}: OOM kills of the recorded pods' containers the kubelet "
+        "still shows, most recent first; `first` bounds them."
+    )
+    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+        kills = await T.placement_oom_kills(info.context, self._placement_record(), first)
+        return OomKills.from_record(kills)
 
     @strawberry.field(description=f"{LIVE}: the recorded Kueue Workload; null when gone.")
     async def live_workload(self, info: Info) -> Workload | None:

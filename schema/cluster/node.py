@@ -19,6 +19,7 @@ from openrl_inspect.schema.cluster.common import (
     TaintType,
     conditions,
 )
+from openrl_inspect.schema.cluster.gpu_health import DeviceTaintType, GpuHealth, health
 from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.metrics.fields import GpuMetricsFields, NodeMetricsFields
@@ -233,6 +234,18 @@ class Gpu(GpuMetricsFields):
     driver_version: str | None
     pci_bus_id: str | None
     memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
+    health: GpuHealth = strawberry.field(
+        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it "
+        "(counted unhealthy, never free, in capacity)."
+    )
+    taints: list[DeviceTaintType] = strawberry.field(
+        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name."
+    )
+    taint_rules_not_evaluated: list[str] = strawberry.field(
+        description="DeviceTaintRules that may taint it but need a CEL selector or a "
+        "DeviceClass (resource.k8s.io/v1alpha3 before 1.35) the inspector cannot "
+        "evaluate: not in `taints` nor `health`; check them by hand."
+    )
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[GpuDevice]
@@ -253,13 +266,19 @@ class Gpu(GpuMetricsFields):
             driver_version=rec.driver_version,
             pci_bus_id=rec.pci_bus_id,
             memory_bytes=None if rec.memory_bytes is None else float(rec.memory_bytes),
+            health=health(rec),
+            taints=[DeviceTaintType.from_record(t) for t in rec.taints],
+            taint_rules_not_evaluated=list(rec.rules_not_evaluated),
             source=LIVE,
             _record=rec,
         )
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "resourceslices")
+        # Its taints come from the DeviceTaintRules' cache as well as the slices'.
+        return await K.kind_degraded(info.context, "resourceslices") or await K.kind_degraded(
+            info.context, "devicetaintrules"
+        )
 
     @strawberry.field(description="The node it is on (live).")
     async def node(self, info: Info) -> Node | None:

@@ -17,11 +17,11 @@ from openrl_inspect.adapters.kubernetes import (
     ClaimConsumer,
     ClaimRecord,
     ClaimRequest,
-    ContainerState,
     PodRecord,
     SchedulingFailure,
 )
 from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import terminations as T
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -29,6 +29,7 @@ from openrl_inspect.schema.cluster.common import (
     KubeCondition,
     conditions,
 )
+from openrl_inspect.schema.cluster.container import Container
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.logs.types import PodLogFields
 from strawberry.scalars import JSON
@@ -40,35 +41,6 @@ if TYPE_CHECKING:
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 NodeT = Annotated["Node", strawberry.lazy("openrl_inspect.schema.cluster.node")]
 GpuT = Annotated["Gpu", strawberry.lazy("openrl_inspect.schema.cluster.node")]
-
-
-@strawberry.type
-class ContainerStatus:
-    name: str
-    state: str = strawberry.field(description="waiting, running, terminated or unknown.")
-    init: bool = strawberry.field(description="An init container.")
-    ready: bool
-    restart_count: int
-    reason: str | None = strawberry.field(description="Why it waits or ended (OOMKilled...).")
-    message: str | None
-    exit_code: int | None
-    started_at: datetime | None
-    finished_at: datetime | None
-
-    @classmethod
-    def from_record(cls, rec: ContainerState) -> ContainerStatus:
-        return cls(
-            name=rec.name,
-            state=rec.state,
-            init=rec.init,
-            ready=rec.ready,
-            restart_count=rec.restart_count,
-            reason=rec.reason,
-            message=rec.message,
-            exit_code=rec.exit_code,
-            started_at=ts(rec.started_at),
-            finished_at=ts(rec.finished_at),
-        )
 
 
 @strawberry.type(description="The pod's PodScheduled=False condition: why it has no node.")
@@ -102,7 +74,15 @@ class Pod(PodLogFields):
     started_at: datetime | None
     deleting: bool
     conditions: list[KubeCondition]
-    containers: list[ContainerStatus]
+    containers: list[Container] = strawberry.field(
+        description="Init containers first, then the others, as in its status."
+    )
+    restarts: int = strawberry.field(
+        description="Restarts of all its containers (init containers included)."
+    )
+    oom_killed: bool = strawberry.field(
+        description="A container's current state or last termination is an OOM kill."
+    )
     scheduling_failure: PodSchedulingFailure | None
     claim_names: list[str] = strawberry.field(description="Its ResourceClaims' names.")
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
@@ -127,7 +107,9 @@ class Pod(PodLogFields):
             started_at=ts(rec.started),
             deleting=rec.deleting,
             conditions=conditions(rec.conditions),
-            containers=[ContainerStatus.from_record(c) for c in rec.containers],
+            containers=[Container.from_record(c) for c in rec.containers],
+            restarts=T.restarts(rec),
+            oom_killed=T.oom_killed(rec),
             scheduling_failure=(
                 PodSchedulingFailure.from_record(rec.scheduling_failure)
                 if rec.scheduling_failure

@@ -15,6 +15,7 @@ PAIRS = {
     "OpHealth": domain.OpHealth,
     "Verdict": domain.Verdict,
     "WaitReasonKind": domain.WaitKind,
+    "GpuHealth": domain.GpuHealth,
 }
 
 

@@ -5,7 +5,9 @@ kubeconfig (``write_kubeconfig``):
 
 * core/v1 pods and nodes, ``kueue.x-k8s.io/v1beta1`` workloads, ``resource.k8s.io``
   (v1 and/or v1beta1) resourceslices and resourceclaims, ``batch/v1`` jobs and
-  ``jobset.x-k8s.io/v1alpha2`` jobsets, cluster-wide and namespaced;
+  ``jobset.x-k8s.io/v1alpha2`` jobsets, cluster-wide and namespaced, and
+  devicetaintrules in those of v1, v1beta2 and v1alpha3 that are served
+  (``only_versions`` narrows a resource to some versions of its group);
 * discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<v>``,
   ``/version``;
 * LIST with ``metadata.resourceVersion``, ``limit``/``continue`` paging over a consistent
@@ -67,6 +69,7 @@ RESOURCES = (
     Res("resource.k8s.io", "resourceclaims", "ResourceClaim", True),
     Res("batch", "jobs", "Job", True),
     Res("jobset.x-k8s.io", "jobsets", "JobSet", True),
+    Res("resource.k8s.io", "devicetaintrules", "DeviceTaintRule", False),
 )
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
 _BY_PLURAL = {(r.group, r.plural): r for r in RESOURCES}
@@ -182,6 +185,10 @@ class FakeKube:
             "batch": ("v1",),
             "jobset.x-k8s.io": ("v1alpha2",),
             "resource.k8s.io": ("v1", "v1beta1"),
+        }
+        # plural -> the versions of its group that have it (absent: all served ones)
+        self.only_versions: dict[str, tuple[str, ...]] = {
+            "devicetaintrules": ("v1", "v1beta2", "v1alpha3"),
         }
         self.port = 0
         self._server: ThreadingHTTPServer | None = None
@@ -398,6 +405,9 @@ class FakeKube:
         versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in self.served[group]]
         return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
+    def _has(self, res: Res, version: str) -> bool:
+        return version in self.only_versions.get(res.plural, (version,))
+
     def _resource_list(self, group_version: str, group: str) -> Obj:
         resources = [
             {
@@ -408,7 +418,7 @@ class FakeKube:
                 "verbs": ["get", "list", "watch"],
             }
             for r in RESOURCES
-            if r.group == group
+            if r.group == group and self._has(r, group_version.rpartition("/")[2])
         ]
         return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
 
@@ -426,6 +436,8 @@ class FakeKube:
             return None
         res = _BY_PLURAL.get((group, rest[0]))
         if res is None or (namespace is not None and not res.namespaced):
+            return None
+        if not self._has(res, version):
             return None
         return res, version, namespace, rest[1] if len(rest) == 2 else None
 

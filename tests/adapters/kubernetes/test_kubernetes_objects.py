@@ -1,18 +1,15 @@
 """The fake cluster's objects and wire format, checked against the official client.
 
 The objects in ``support.kube_objects`` must be real Kubernetes objects: each one goes
-through the client's own (pydantic) model and back without losing a field, which catches
-a misspelt or misplaced field (the models drop unknown fields) and a missing required one
-(the models raise). The fake server is then read by the official synchronous client's
-typed calls and typed watch, so its LIST and WATCH answers are what the client expects.
+through the client's own (pydantic) model and back without losing a field
+(``support.client_models.roundtrip``). The fake server is then read by the official
+synchronous client's typed calls and typed watch, so its LIST and WATCH answers are what
+the client expects.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from kubernetes import config as _config
 from kubernetes import watch as _watch
 from support import kube_objects as ko
 from support import kube_owned as owned
+from support.client_models import roundtrip
 from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
@@ -31,28 +29,6 @@ __all__ = ["fake_kube"]  # the fixture, used by name below
 client: Any = _client
 config: Any = _config
 watch: Any = _watch
-
-_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
-
-
-def _normal(value: Any) -> Any:
-    """Comparable form: times as instants, no nulls (the client drops them)."""
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if isinstance(value, str) and _TIME.match(value):
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return value
-
-
-def roundtrip(obj: dict[str, Any], model: str) -> Any:
-    """Deserialize into the client's model; assert nothing was lost on the way back."""
-    with client.ApiClient() as api:
-        parsed = api.deserialize(json.dumps(obj), model, "application/json")
-        assert type(parsed).__name__ == model
-        assert _normal(api.sanitize_for_serialization(parsed)) == _normal(obj)
-        return parsed
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from openrl_inspect.adapters.kubernetes._parse import (
     parse_pod,
     parse_quantity,
     parse_time,
-    parse_workload,
 )
+from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
 from openrl_inspect.adapters.kubernetes._store import GpuIndex, pod_store
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource

@@ -16,7 +16,8 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_workload
+from openrl_inspect.adapters.kubernetes._parse import parse_pod
+from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
 from openrl_inspect.domain import CauseKind, Verdict
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.diagnosis import (
@@ -208,7 +209,7 @@ def test_not_queued_without_any_workload_or_pod() -> None:
     (cause,) = d.causes
     assert cause.kind == CauseKind.NOT_QUEUED
     assert facts(cause)["waited_s"] == 1903.0
-    assert "openrl.ai/model-id=lora-a" in cause.statement
+    assert "model lora-a" in cause.statement
 
 
 def test_a_deactivated_workload() -> None:
