@@ -1,4 +1,5 @@
-"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices and Claims.
+"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices and Claims,
+and the Events regarding them.
 
 The public surface of the adapter. ``KubernetesSource`` is the abstract source the
 loaders use; ``open_kubernetes(settings)`` gives the real one (a watch cache over the
@@ -17,6 +18,8 @@ Private modules, one concept each::
     _records           records, keys, Listing, status types
     _dra_records       GPU devices, their taints, ResourceClaims
     _event_records     Events and the objects they regard
+    _events            JSON -> Event records (events.k8s.io/v1, deprecated fields folded)
+    _event_store       the Events store: bounded in count and age, by regarded object
     _resources         the watched resources and the verbs used (RBAC)
     _parse             JSON -> pod, node, Kueue workload records
     _dra               JSON -> ResourceSlice / ResourceClaim records (v1 and v1beta1)
@@ -49,6 +52,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     SliceRecord,
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
+from openrl_inspect.adapters.kubernetes._event_store import EventStore, Regarding
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
@@ -108,6 +112,7 @@ __all__ = [
     "DeviceKey",
     "DeviceTaint",
     "EventRecord",
+    "EventStore",
     "GpuDevice",
     "KindStatus",
     "KubernetesCacheSource",
@@ -124,6 +129,7 @@ __all__ = [
     "PodResourceClaim",
     "PodSet",
     "PodSetAssignment",
+    "Regarding",
     "SchedulingFailure",
     "SliceRecord",
     "SourceStatus",

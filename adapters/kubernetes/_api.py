@@ -21,6 +21,7 @@ import orjson
 from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    EVENTS,
     KUEUE_GROUP,
     NODES,
     PODS,
@@ -204,6 +205,13 @@ class KubeApi:
             )
         elif resource is NODES:
             call = self._core.list_node_without_preload_content
+        elif resource is EVENTS:
+            events = kclient.EventsV1Api(self.client)
+            call = (
+                events.list_namespaced_event_without_preload_content
+                if ns
+                else events.list_event_for_all_namespaces_without_preload_content
+            )
         elif resource is WORKLOADS:
             custom = self._custom
             gv = (KUEUE_GROUP, self.settings.kueue_version)

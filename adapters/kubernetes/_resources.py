@@ -11,6 +11,7 @@ from dataclasses import dataclass
 BACKEND = "kubernetes"
 KUEUE_GROUP = "kueue.x-k8s.io"
 DRA_GROUP = "resource.k8s.io"
+EVENTS_GROUP = "events.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,7 @@ NODES = WatchedResource("", "nodes", namespaced=False)
 WORKLOADS = WatchedResource(KUEUE_GROUP, "workloads", namespaced=True)
 RESOURCE_SLICES = WatchedResource(DRA_GROUP, "resourceslices", namespaced=False)
 RESOURCE_CLAIMS = WatchedResource(DRA_GROUP, "resourceclaims", namespaced=True)
+EVENTS = WatchedResource(EVENTS_GROUP, "events", namespaced=True)
 
 #: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
@@ -39,5 +41,6 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     WORKLOADS,
     RESOURCE_SLICES,
     RESOURCE_CLAIMS,
+    EVENTS,
 )
 READ_VERBS = ("get", "list", "watch")

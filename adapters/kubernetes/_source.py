@@ -22,12 +22,15 @@ from openrl_inspect.adapters.kubernetes._api import (
     refresh_credentials,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
+from openrl_inspect.adapters.kubernetes._event_store import EventStore
+from openrl_inspect.adapters.kubernetes._events import parse_event
 from openrl_inspect.adapters.kubernetes._informer import Informer
 from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_workload
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
 from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
+    EVENTS,
     NODES,
     PODS,
     RESOURCE_CLAIMS,
@@ -54,6 +57,7 @@ _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
     WORKLOADS.kind: ("workloads", workload_store),
     RESOURCE_SLICES.kind: ("slices", slice_store),
     RESOURCE_CLAIMS.kind: ("claims", claim_store),
+    EVENTS.kind: ("events", EventStore),
 }
 _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
@@ -65,7 +69,7 @@ class KubernetesCacheSource(KubernetesSource):
     def __init__(self, api: KubeApi, credentials_loader: Any = None) -> None:
         self.api = api
         self.settings: KubernetesSettings = api.settings
-        self.view = ClusterView()
+        self.view = ClusterView(events=self._event_store())
         self._credentials_loader = credentials_loader
         drivers = frozenset(self.settings.gpu_drivers)
         self.parsers: dict[str, Callable[[Mapping[str, Any]], Any]] = {
@@ -74,6 +78,7 @@ class KubernetesCacheSource(KubernetesSource):
             WORKLOADS.kind: parse_workload,
             RESOURCE_SLICES.kind: functools.partial(parse_slice, drivers=drivers),
             RESOURCE_CLAIMS.kind: parse_claim,
+            EVENTS.kind: parse_event,
         }
         self.informers: dict[str, list[Informer[Any]]] = {}
         for resource in WATCHED_RESOURCES:
@@ -85,6 +90,9 @@ class KubernetesCacheSource(KubernetesSource):
         self.direct_reads: dict[str, int] = dict.fromkeys(_RESOURCES, 0)
         self._direct_gate = asyncio.Semaphore(_DIRECT_READS_AT_ONCE)
         self._tasks: list[asyncio.Task[None]] = []
+
+    def _event_store(self) -> EventStore:
+        return EventStore(self.settings.max_events, self.settings.event_max_age_s)
 
     def _namespaces(self, resource: WatchedResource) -> tuple[str | None, ...]:
         if resource.namespaced and self.settings.namespaces:
@@ -142,6 +150,7 @@ class KubernetesCacheSource(KubernetesSource):
             last_error=errors[0].last_error if errors else None,
             relists=sum(p.relists for p in parts),
             watch_restarts=sum(p.watch_restarts for p in parts),
+            evicted=parts[0].evicted,  # one store, as for objects
         )
 
     async def status(self) -> SourceStatus:
@@ -158,7 +167,7 @@ class KubernetesCacheSource(KubernetesSource):
                 degraded = degraded or status.degraded
                 continue
             field, new_store = _VIEW_FIELDS[kind]
-            store = new_store()
+            store = self._event_store() if kind == EVENTS.kind else new_store()
             records, short = await self._direct_read(kind, selector)
             store.replace(records)
             replacements[field] = store

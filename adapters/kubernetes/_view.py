@@ -16,6 +16,8 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
 )
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._event_store import EventStore, Regarding, event_store
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
     Listing,
@@ -59,13 +61,14 @@ def page(items: Iterable[T], limit: int) -> Listing[T]:
 
 @dataclass
 class ClusterView:
-    """The five kinds' stores and the queries over them."""
+    """The kinds' stores and the queries over them."""
 
     pods: Store[PodRecord] = field(default_factory=pod_store)
     nodes: Store[NodeRecord] = field(default_factory=node_store)
     workloads: Store[WorkloadRecord] = field(default_factory=workload_store)
     slices: SliceStore = field(default_factory=slice_store)
     claims: Store[ClaimRecord] = field(default_factory=claim_store)
+    events: EventStore = field(default_factory=event_store)
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -199,6 +202,14 @@ class ClusterView:
     ) -> list[Listing[ClaimRecord]]:
         """The claims a device is allocated to (more than one only for shared devices)."""
         return [self._by_index(self.claims, "device", DeviceKey(*k), limit) for k in keys]
+
+    # --- events -------------------------------------------------------------------------
+
+    def events_for(
+        self, objects: Sequence[Regarding], limit: int = 100
+    ) -> list[Listing[EventRecord]]:
+        """The events regarding each (kind, namespace, name), newest first by last seen."""
+        return [page(self.events.for_object((o[0], o[1], o[2])), limit) for o in objects]
 
     # --- helpers ------------------------------------------------------------------------
 

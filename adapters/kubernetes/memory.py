@@ -1,6 +1,7 @@
 """``MemoryKubernetesSource``: the in-memory twin of the Kubernetes source.
 
-Records are set directly (``put``, ``put_gpus``, ``remove``); reads go through the same
+Records are set directly (``put``, ``put_gpus``, ``remove``; Events too, into a store
+bounded as the real one is); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
 truncation and batching. ``failure`` makes every read raise (a backend outage), and
 ``degraded_kinds`` marks answers degraded as an unsynced cache would.
@@ -16,8 +17,11 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     GpuDevice,
     SliceRecord,
 )
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
+    EVENTS,
     NODES,
     PODS,
     SLICES,
@@ -37,14 +41,14 @@ from openrl_inspect.adapters.kubernetes._records import (
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.errors import BackendError
 
-Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord
+Record = PodRecord | NodeRecord | WorkloadRecord | SliceRecord | ClaimRecord | EventRecord
 
 
 class MemoryKubernetesSource(KubernetesSource):
     """A ``KubernetesSource`` over records held in memory."""
 
-    def __init__(self, records: Iterable[Record] = ()) -> None:
-        self.view = ClusterView()
+    def __init__(self, records: Iterable[Record] = (), *, events: EventStore | None = None) -> None:
+        self.view = ClusterView() if events is None else ClusterView(events=events)
         self.failure: BackendError | None = None
         self.degraded_kinds: set[str] = set()
         self.put(*records)
@@ -60,6 +64,8 @@ class MemoryKubernetesSource(KubernetesSource):
                 self.view.workloads.upsert(record)
             elif isinstance(record, SliceRecord):
                 self.view.slices.upsert(record)
+            elif isinstance(record, EventRecord):
+                self.view.events.upsert(record)
             else:
                 self.view.claims.upsert(record)
 
@@ -82,8 +88,8 @@ class MemoryKubernetesSource(KubernetesSource):
             )
 
     def remove(self, kind: str, key: ObjectKey) -> None:
-        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices or
-        resourceclaims (cluster-scoped keys have namespace ``""``)."""
+        """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices,
+        resourceclaims or events (cluster-scoped keys have namespace ``""``)."""
         self._stores()[kind].delete(ObjectKey(*key))
 
     def _stores(self) -> dict[str, Any]:
@@ -94,6 +100,7 @@ class MemoryKubernetesSource(KubernetesSource):
             WORKLOADS: v.workloads,
             SLICES: v.slices,
             CLAIMS: v.claims,
+            EVENTS: v.events,
         }
 
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
@@ -117,6 +124,7 @@ class MemoryKubernetesSource(KubernetesSource):
                     last_error=error,
                     relists=1,
                     watch_restarts=1,
+                    evicted=store.evicted,
                 )
             )
         return SourceStatus("kubernetes", tuple(kinds))

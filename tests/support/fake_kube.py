@@ -4,7 +4,8 @@ Enough of the API for the inspector's adapter, driven by the OFFICIAL client thr
 kubeconfig (``write_kubeconfig``):
 
 * core/v1 pods and nodes, ``kueue.x-k8s.io/v1beta1`` workloads, ``resource.k8s.io``
-  (v1 and/or v1beta1) resourceslices and resourceclaims, cluster-wide and namespaced;
+  (v1 and/or v1beta1) resourceslices and resourceclaims, ``events.k8s.io/v1`` events,
+  cluster-wide and namespaced;
 * discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<v>``,
   ``/version``;
 * LIST with ``metadata.resourceVersion``, ``limit``/``continue`` paging over a consistent
@@ -64,6 +65,7 @@ RESOURCES = (
     Res("kueue.x-k8s.io", "workloads", "Workload", True),
     Res("resource.k8s.io", "resourceslices", "ResourceSlice", False),
     Res("resource.k8s.io", "resourceclaims", "ResourceClaim", True),
+    Res("events.k8s.io", "events", "Event", True),
 )
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
 _BY_PLURAL = {(r.group, r.plural): r for r in RESOURCES}
@@ -177,6 +179,7 @@ class FakeKube:
         self.served: dict[str, tuple[str, ...]] = {
             "kueue.x-k8s.io": ("v1beta1",),
             "resource.k8s.io": ("v1", "v1beta1"),
+            "events.k8s.io": ("v1",),
         }
         self.port = 0
         self._server: ThreadingHTTPServer | None = None

@@ -46,6 +46,7 @@ async def test_reads_after_sync_make_no_api_requests(fake_kube: FakeKube, tmp_pa
         assert status.ready and not status.degraded
         assert {k.kind: k.objects for k in status.kinds} == {
             "pods": 2, "nodes": 3, "workloads": 2, "resourceslices": 2, "resourceclaims": 1,
+            "events": 0,
         }  # fmt: skip
         server_before, client_before = fake_kube.total_requests(), source.request_counts()
 
