@@ -52,7 +52,11 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     SliceRecord,
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
-from openrl_inspect.adapters.kubernetes._event_store import EventStore, Regarding
+from openrl_inspect.adapters.kubernetes._event_store import (
+    EventStore,
+    Regarding,
+    newest_event_first,
+)
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
@@ -139,6 +143,7 @@ __all__ = [
     "WorkloadRecord",
     "load_pod_log_settings",
     "load_settings",
+    "newest_event_first",
     "open_kubernetes",
 ]
 

@@ -34,7 +34,7 @@ def regarding_of(event: EventRecord) -> Regarding:
     return (ref.kind, ref.namespace, ref.name)
 
 
-def newest_first(event: EventRecord) -> tuple[float, float, str, str]:
+def newest_event_first(event: EventRecord) -> tuple[float, float, str, str]:
     """Sort key: last seen, then first seen, newest first (then by name, stable)."""
     return (-(event.last_at or 0.0), -(event.first_at or 0.0), event.namespace, event.name)
 
@@ -60,7 +60,7 @@ class EventStore(Store[EventRecord]):
         """The events regarding one object, newest first."""
         self.expire()
         found = (self.get(k) for k in self.keys_for("regarding", regarding))
-        return sorted((e for e in found if e is not None), key=newest_first)
+        return sorted((e for e in found if e is not None), key=newest_event_first)
 
     def upsert(self, record: EventRecord) -> None:
         now = self.clock()
@@ -81,7 +81,7 @@ class EventStore(Store[EventRecord]):
     def replace(self, records: Iterable[EventRecord], namespace: str | None = None) -> None:
         # A LIST may hold more than the bound: keep the newest, so a relist of a busy
         # cluster does not churn through events only to evict them again.
-        fresh: Sequence[EventRecord] = sorted(records, key=newest_first)
+        fresh: Sequence[EventRecord] = sorted(records, key=newest_event_first)
         if len(fresh) > self.max_events:
             self.evicted += len(fresh) - self.max_events
             fresh = fresh[: self.max_events]

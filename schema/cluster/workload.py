@@ -17,6 +17,7 @@ from openrl_inspect.schema.cluster.common import (
     KubeCondition,
     conditions,
 )
+from openrl_inspect.schema.cluster.events import WorkloadEventFields
 from openrl_inspect.schema.common import Info, as_json, ts
 from strawberry.scalars import JSON
 
@@ -81,7 +82,7 @@ def workload_status(rec: WorkloadRecord) -> str:
 
 
 @strawberry.type(description="A Kueue Workload (live): a model's demand, queue and admission.")
-class Workload:
+class Workload(WorkloadEventFields):
     namespace: str
     name: str
     uid: str

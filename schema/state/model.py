@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
@@ -32,7 +33,9 @@ PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.state
 
 
 @strawberry.type
-class Model(ModelSummaryFields, ModelClusterFields, ModelMetricsFields, ModelLogFields):
+class Model(
+    ModelSummaryFields, ModelClusterFields, ModelEventFields, ModelMetricsFields, ModelLogFields
+):
     id: strawberry.ID
     session_id: strawberry.ID
     base_model: str
