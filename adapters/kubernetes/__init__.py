@@ -30,6 +30,7 @@ Private modules, one concept each::
     _informer          list, watch, 410 relist, resync, backoff
     _source            the real source: cache reads, degraded direct reads
     _pod_logs          pods' logs through the API (the Cloud Logging fallback)
+    _event_logs        cached Events as log entries, for the pod-logs fallback
     _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
     _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
     _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
