@@ -130,10 +130,12 @@ class WorkloadEventFields:
 
 @strawberry.type
 class NodeEventFields:
-    """``Node.events``: a node's events live in namespace ``default``, which must be among
-    the watched namespaces when OPENRL_INSPECT_KUBERNETES_NAMESPACES is set."""
+    """``Node.events``."""
 
-    @strawberry.field(description=LIVE_EVENTS)
+    @strawberry.field(
+        description=LIVE_EVENTS + " A node's events are kept in namespace `default`: "
+        "seen only when OPENRL_INSPECT_KUBERNETES_NAMESPACES is empty or names it."
+    )
     async def events(self, info: Info, first: First = None) -> EventList | None:
         node = cast("Node", self)
         return EventList.of(await E.object_events(info.context, E.NODE, "", node.name, first))

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as _client
+from kubernetes import config as _config
 from openrl_inspect.adapters.kubernetes import EventRecord, EventStore, ObjectRef
 from openrl_inspect.adapters.kubernetes._events import MAX_NOTE_CHARS, parse_event
 from openrl_inspect.adapters.kubernetes._parse import parse_time
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.errors import InvalidInput
 from support import kube_events as ke
+from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
+
+__all__ = ["fake_kube"]  # the fixture, used by name below
 
 client: Any = _client
+config: Any = _config
 
 T0 = parse_time("2026-01-05T10:00:00Z") or 0.0
 
@@ -68,6 +74,23 @@ def test_the_client_model_refuses_a_core_v1_event() -> None:
     """Why the adapter never uses the model: real legacy events do not validate."""
     with pytest.raises(ValueError, match="eventTime"), client.ApiClient() as api:
         api.deserialize(json.dumps(ke.back_off()), "EventsV1Event", "application/json")
+
+
+def test_the_typed_client_lists_the_fakes_events(fake_kube: FakeKube, tmp_path: Path) -> None:
+    """The fake serves events where the official client asks for them, as it expects."""
+    fake_kube.put(ke.failed_scheduling(), ke.scheduled())
+    api = config.new_client_from_config(
+        config_file=str(write_kubeconfig(tmp_path / "kubeconfig", fake_kube.url))
+    )
+    try:
+        listed = client.EventsV1Api(api).list_namespaced_event("openrl", _request_timeout=5)
+    finally:
+        api.close()
+    assert isinstance(listed, client.EventsV1EventList)
+    by_reason = {e.reason: e for e in listed.items}
+    assert set(by_reason) == {"FailedScheduling", "Scheduled"}
+    assert by_reason["FailedScheduling"].series.count == 12
+    assert by_reason["Scheduled"].regarding.kind == "Pod"
 
 
 # ---------------------------------------------------------------------------- parsing
