@@ -54,6 +54,7 @@ async def _kubernetes(backends: Backends) -> dict[str, Any]:
             "served": k.served,
             "synced": k.synced,
             "objects": k.objects,
+            "evicted": k.evicted,
             "age_s": None if k.list_age_s is None else round(k.list_age_s, 1),
             "error": k.last_error,
         }

@@ -17,12 +17,14 @@ from typing import Any, TypeVar
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
+    EventRecord,
     GpuDevice,
     KubernetesSource,
     Listing,
     NodeRecord,
     ObjectKey,
     PodRecord,
+    Regarding,
     SourceStatus,
     WorkloadRecord,
 )
@@ -167,6 +169,8 @@ class KubeLoaders:
     pods_for_workloads: BatchLoader[tuple[ObjectKey, int], Listing[PodRecord]]
     claims_for_pods: BatchLoader[tuple[ObjectKey, int], Listing[ClaimRecord]]
     claims_by_device: BatchLoader[tuple[DeviceKey, int], Listing[ClaimRecord]]
+    # ((kind, namespace, name), limit): the events regarding an object, newest first
+    events_for: BatchLoader[tuple[Regarding, int], Listing[EventRecord]]
     # list requests
     node_pages: BatchLoader[NodePage, Listing[NodeRecord]]
     gpu_pages: BatchLoader[GpuPage, Listing[GpuDevice]]
@@ -191,6 +195,7 @@ class KubeLoaders:
             pods_for_workloads=_limited(s, lambda src, keys, n: src.pods_for_workloads(keys, n)),
             claims_for_pods=_limited(s, lambda src, keys, n: src.claims_for_pods(keys, n)),
             claims_by_device=_limited(s, lambda src, keys, n: src.claims_by_device(keys, n)),
+            events_for=_limited(s, lambda src, keys, n: src.events_for(keys, n)),
             node_pages=_pages(s, _node_page),
             gpu_pages=_pages(s, _gpu_page),
             pod_pages=_pages(s, _pod_page),

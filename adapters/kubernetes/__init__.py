@@ -1,5 +1,5 @@
-"""Kubernetes, read-only: pods, nodes, Kueue Workloads, DRA ResourceSlices, Claims and
-DeviceTaintRules.
+"""Kubernetes, read-only: pods, nodes, Kueue Workloads and the jobs they queue, DRA
+ResourceSlices, Claims and DeviceTaintRules, and the Events regarding them.
 
 The public surface of the adapter. ``KubernetesSource`` is the abstract source the
 loaders use; ``open_kubernetes(settings)`` gives the real one (a watch cache over the
@@ -18,6 +18,8 @@ Private modules, one concept each::
     _records           records, keys, Listing, status types
     _dra_records       GPU devices, their taints, DeviceTaintRules, ResourceClaims
     _event_records     Events and the objects they regard
+    _events            JSON -> Event records (events.k8s.io/v1, deprecated fields folded)
+    _event_store       the Events store: bounded in count and age, by regarded object
     _resources         the watched resources and the verbs used (RBAC)
     _parse             JSON -> pod and node records; the JSON helpers
     _parse_kueue       JSON -> Kueue Workload, Job and JobSet records
@@ -29,6 +31,7 @@ Private modules, one concept each::
     _informer          list, watch, 410 relist, resync, backoff
     _source            the real source: cache reads, degraded direct reads
     _pod_logs          pods' logs through the API (the Cloud Logging fallback)
+    _event_logs        cached Events as log entries, for the pod-logs fallback
     _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
     _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
     _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
@@ -52,6 +55,11 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
+from openrl_inspect.adapters.kubernetes._event_store import (
+    EventStore,
+    Regarding,
+    newest_event_first,
+)
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
@@ -122,6 +130,7 @@ __all__ = [
     "DeviceKey",
     "DeviceTaint",
     "EventRecord",
+    "EventStore",
     "GpuDevice",
     "JobRecord",
     "KindStatus",
@@ -141,6 +150,7 @@ __all__ = [
     "PodResourceClaim",
     "PodSet",
     "PodSetAssignment",
+    "Regarding",
     "SchedulingFailure",
     "SliceRecord",
     "SourceStatus",
@@ -151,6 +161,7 @@ __all__ = [
     "WorkloadRecord",
     "load_pod_log_settings",
     "load_settings",
+    "newest_event_first",
     "open_kubernetes",
 ]
 

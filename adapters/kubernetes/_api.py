@@ -22,6 +22,7 @@ from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     DEVICE_TAINT_RULES,
+    EVENTS,
     JOBS,
     JOBSET_GROUP,
     KUEUE_GROUP,
@@ -261,6 +262,13 @@ class KubeApi:
                 batch.list_namespaced_job_without_preload_content
                 if ns
                 else batch.list_job_for_all_namespaces_without_preload_content
+            )
+        elif resource is EVENTS:
+            events = kclient.EventsV1Api(self.client)
+            call = (
+                events.list_namespaced_event_without_preload_content
+                if ns
+                else events.list_event_for_all_namespaces_without_preload_content
             )
         elif resource.group in self._custom_versions:
             custom = self._custom

@@ -29,7 +29,9 @@ class EventRecord:
     ``count`` is ``series.count`` (or ``deprecatedCount``, else 1); ``first_at`` is
     ``eventTime`` (or ``deprecatedFirstTimestamp``, else creation); ``last_at`` is
     ``series.lastObservedTime`` (or ``deprecatedLastTimestamp``, else ``first_at``).
-    ``type`` is Normal or Warning; ``note`` the human-readable message.
+    ``type`` is Normal or Warning; ``note`` the human-readable message (capped).
+    ``reporting_controller``/``reporting_instance`` fall back to ``deprecatedSource``'s
+    component and host, which is all events written through core/v1 carry.
     """
 
     namespace: str
@@ -45,6 +47,7 @@ class EventRecord:
     count: int
     first_at: float | None
     last_at: float | None
+    reporting_instance: str | None = None
 
     @property
     def key(self) -> ObjectKey:

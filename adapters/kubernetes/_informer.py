@@ -79,6 +79,7 @@ class Informer(Generic[R]):
             last_error=self.last_error,
             relists=self.relists,
             watch_restarts=self.watch_restarts,
+            evicted=self.store.evicted,
         )
 
     async def run(self) -> None:

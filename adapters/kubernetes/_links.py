@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from openrl_inspect.adapters.kubernetes._dra_records import ClaimRecord, TaintRuleRecord
+from openrl_inspect.adapters.kubernetes._event_store import EventStore, event_store
 from openrl_inspect.adapters.kubernetes._records import (
     JobRecord,
     NodeRecord,
@@ -54,6 +55,7 @@ class LinkedStores:
     jobs: Store[JobRecord] = field(default_factory=job_store)
     jobsets: Store[JobRecord] = field(default_factory=job_store)
     taint_rules: Store[TaintRuleRecord] = field(default_factory=taint_rule_store)
+    events: EventStore = field(default_factory=event_store)
 
     # --- model -> objects ---------------------------------------------------------------
 

@@ -20,7 +20,8 @@ pod and role, or the pods given. Which containers: every app container of each p
 (or the configured ones), plus the previous instance of a container that restarted.
 
 How a line's severity and message are read is ``_log_lines``; the reader's settings and
-the ``PodLogReader`` protocol are ``_pod_log_settings``.
+the ``PodLogReader`` protocol are ``_pod_log_settings``. A query naming event objects
+also gets their Events, from the events cache (``_event_logs``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from openrl_inspect.adapters.kubernetes._api import (
     kclient,
     translate,
 )
+from openrl_inspect.adapters.kubernetes._event_logs import event_rows
 from openrl_inspect.adapters.kubernetes._log_lines import parse_line
 from openrl_inspect.adapters.kubernetes._pod_log_settings import PodLogReader, PodLogSettings
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
@@ -170,12 +172,18 @@ class PodLogSource:
                     raise read  # a half answer is never passed off as whole
                 rows.extend(read.entries)
                 short = short or read.short
+        events, events_cut = await event_rows(self._kube, query, self.bounds.max_entries)
+        rows.extend(events)
+        short = short or events_cut
         twin = InMemoryLogSource(self.bounds, capacity=max(1, len(rows)))
         twin.append(*rows)
         page = await twin.entries(query, cursor)
         page = replace(
             page,
-            entries=tuple(replace(e, source=LogSourceKind.POD) for e in page.entries),
+            entries=tuple(
+                e if e.event is not None else replace(e, source=LogSourceKind.POD)
+                for e in page.entries
+            ),
         )
         if short:
             page = replace(page, truncated=True, truncated_reason=TruncationReason.SOURCE_LIMIT)

@@ -18,6 +18,8 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
 )
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._event_store import Regarding
 from openrl_inspect.adapters.kubernetes._records import (
     DEFAULT_LABELS,
     DeviceKey,
@@ -38,6 +40,7 @@ SLICES, CLAIMS = "resourceslices", "resourceclaims"
 JOBS, JOBSETS = "jobs", "jobsets"
 
 TAINT_RULES = "devicetaintrules"
+EVENTS = "events"
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
@@ -301,3 +304,21 @@ class KubernetesSource(abc.ABC):
             return []
         r = await self._resolve({CLAIMS: ALL})
         return r.many(r.view.claims_by_device(keys, limit))
+
+    # --- events -------------------------------------------------------------------------
+
+    async def events_for(
+        self, objects: Sequence[Regarding], limit: int = 100
+    ) -> list[Listing[EventRecord]]:
+        """The events regarding each object, ``(kind, namespace, name)`` with namespace
+        ``""`` for a Node, newest first (by when last seen); one listing per object,
+        truncated when more exist. Only events still in the bounded cache are seen."""
+        check_limit(limit)
+        if not objects:
+            return []
+        # A direct read can be narrowed to one namespace, not by field: the regarding.*
+        # field selectors are not served by every API server version.
+        namespaces = {o[1] for o in objects}
+        selector = Selector(namespace=namespaces.pop() or None) if len(namespaces) == 1 else ALL
+        r = await self._resolve({EVENTS: selector})
+        return r.many(r.view.events_for(objects, limit))

@@ -299,7 +299,8 @@ class KindStatus:
     """One kind's cache state, for readiness and for marking answers degraded.
 
     ``list_age_s`` is the time since the last complete LIST; ``error_age_s`` how long the
-    current error has lasted (``None`` when healthy). A kind is degraded when it has not
+    current error has lasted (``None`` when healthy); ``evicted`` counts the records a
+    bounded cache (events) dropped to stay in its bounds. A kind is degraded when it has not
     synced yet or its watch is failing (answers then come from a possibly stale cache or
     a bounded direct read).
     """
@@ -313,6 +314,7 @@ class KindStatus:
     last_error: str | None
     relists: int
     watch_restarts: int
+    evicted: int = 0
 
     @property
     def degraded(self) -> bool:

@@ -13,6 +13,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 DRA_GROUP = "resource.k8s.io"
 BATCH_GROUP = "batch"
 JOBSET_GROUP = "jobset.x-k8s.io"
+EVENTS_GROUP = "events.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ JOBSETS = WatchedResource(JOBSET_GROUP, "jobsets", namespaced=True)
 # Alpha or beta on most clusters (feature gate DRADeviceTaintRules): often not served,
 # which the informer reports as such and the GPUs are then read without rules.
 DEVICE_TAINT_RULES = WatchedResource(DRA_GROUP, "devicetaintrules", namespaced=False)
+EVENTS = WatchedResource(EVENTS_GROUP, "events", namespaced=True)
 
 #: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
@@ -50,5 +52,6 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     JOBS,
     JOBSETS,
     DEVICE_TAINT_RULES,
+    EVENTS,
 )
 READ_VERBS = ("get", "list", "watch")

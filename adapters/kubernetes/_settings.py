@@ -28,10 +28,13 @@ DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 class KubernetesSettings:
     """How to reach the API server and how the watch cache behaves.
 
-    ``namespaces`` selects the namespaces whose pods, workloads and claims are watched
-    (empty: all). ``dra_version`` is ``auto`` (ask discovery; prefer v1) or a fixed
-    ``resource.k8s.io`` version. ``max_direct_read`` bounds the one LIST that answers a
-    request while a kind's cache has not synced yet.
+    ``namespaces`` selects the namespaces whose pods, workloads, claims and events are
+    watched (empty: all; a Node's events live in ``default``). ``dra_version`` is
+    ``auto`` (ask discovery; prefer v1) or a fixed ``resource.k8s.io`` version.
+    ``max_direct_read`` bounds the one LIST that answers a request while a kind's cache
+    has not synced yet. The events cache keeps at most ``max_events`` Events, none last
+    seen more than ``event_max_age_s`` ago (the API server's own event TTL is an hour),
+    evicting the oldest.
     """
 
     in_cluster: bool = False
@@ -52,6 +55,8 @@ class KubernetesSettings:
     role_label: str = ROLE_LABEL
     dra_version: str = "auto"
     gpu_drivers: tuple[str, ...] = (NVIDIA_GPU_DRIVER,)
+    max_events: int = 20_000
+    event_max_age_s: float = 3600.0
 
     def __post_init__(self) -> None:
         for name in ("request_timeout_s", "watch_timeout_s", "resync_period_s"):
@@ -64,6 +69,8 @@ class KubernetesSettings:
         for name in ("model_label", "role_label"):
             if not _LABEL_KEY.fullmatch(getattr(self, name)):
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()}: not a Kubernetes label key")
+        if self.max_events < 1 or self.event_max_age_s <= 0:
+            raise SettingsError(f"{ENV_PREFIX}MAX_EVENTS/EVENT_MAX_AGE_S: must be positive")
         if self.dra_version != "auto" and self.dra_version not in DRA_VERSIONS:
             raise SettingsError(f"{ENV_PREFIX}DRA_VERSION: one of auto, {', '.join(DRA_VERSIONS)}")
 

@@ -22,6 +22,8 @@ from openrl_inspect.adapters.kubernetes._api import (
     refresh_credentials,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
+from openrl_inspect.adapters.kubernetes._event_store import EventStore
+from openrl_inspect.adapters.kubernetes._events import parse_event
 from openrl_inspect.adapters.kubernetes._informer import Informer
 from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
@@ -30,6 +32,7 @@ from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     DEVICE_TAINT_RULES,
+    EVENTS,
     JOBS,
     JOBSETS,
     NODES,
@@ -63,6 +66,7 @@ _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
     JOBS.kind: ("jobs", job_store),
     JOBSETS.kind: ("jobsets", job_store),
     DEVICE_TAINT_RULES.kind: ("taint_rules", taint_rule_store),
+    EVENTS.kind: ("events", EventStore),
 }
 _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
@@ -74,7 +78,7 @@ class KubernetesCacheSource(KubernetesSource):
     def __init__(self, api: KubeApi, credentials_loader: Any = None) -> None:
         self.api = api
         self.settings: KubernetesSettings = api.settings
-        self.view = ClusterView()
+        self.view = ClusterView(events=self._event_store())
         self._credentials_loader = credentials_loader
         drivers = frozenset(self.settings.gpu_drivers)
         self.labels = labels = self.settings.labels
@@ -87,6 +91,7 @@ class KubernetesCacheSource(KubernetesSource):
             JOBS.kind: functools.partial(parse_job, kind="Job", keys=labels),
             JOBSETS.kind: functools.partial(parse_job, kind="JobSet", keys=labels),
             DEVICE_TAINT_RULES.kind: parse_taint_rule,
+            EVENTS.kind: parse_event,
         }
         self.informers: dict[str, list[Informer[Any]]] = {}
         for resource in WATCHED_RESOURCES:
@@ -98,6 +103,9 @@ class KubernetesCacheSource(KubernetesSource):
         self.direct_reads: dict[str, int] = dict.fromkeys(_RESOURCES, 0)
         self._direct_gate = asyncio.Semaphore(_DIRECT_READS_AT_ONCE)
         self._tasks: list[asyncio.Task[None]] = []
+
+    def _event_store(self) -> EventStore:
+        return EventStore(self.settings.max_events, self.settings.event_max_age_s)
 
     def _namespaces(self, resource: WatchedResource) -> tuple[str | None, ...]:
         if resource.namespaced and self.settings.namespaces:
@@ -155,6 +163,7 @@ class KubernetesCacheSource(KubernetesSource):
             last_error=errors[0].last_error if errors else None,
             relists=sum(p.relists for p in parts),
             watch_restarts=sum(p.watch_restarts for p in parts),
+            evicted=parts[0].evicted,  # one store, as for objects
         )
 
     async def status(self) -> SourceStatus:
@@ -171,7 +180,7 @@ class KubernetesCacheSource(KubernetesSource):
                 degraded = degraded or status.degraded
                 continue
             field, new_store = _VIEW_FIELDS[kind]
-            store = new_store()
+            store = self._event_store() if kind == EVENTS.kind else new_store()
             records, short = await self._direct_read(kind, selector)
             store.replace(records)
             replacements[field] = store

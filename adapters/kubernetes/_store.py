@@ -51,6 +51,8 @@ class Store(Generic[R]):
         }
         self._sorted: list[ObjectKey] | None = None
         self.version = 0
+        # Records a bounded store dropped to stay within its bounds (see EventStore).
+        self.evicted = 0
 
     def __len__(self) -> int:
         return len(self._items)

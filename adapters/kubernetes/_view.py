@@ -16,6 +16,8 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
 )
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._event_store import Regarding
 from openrl_inspect.adapters.kubernetes._links import Linked, LinkedStores
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
@@ -206,6 +208,14 @@ class ClusterView(LinkedStores):
     ) -> list[Listing[ClaimRecord]]:
         """The claims a device is allocated to (more than one only for shared devices)."""
         return [self._by_index(self.claims, "device", DeviceKey(*k), limit) for k in keys]
+
+    # --- events -------------------------------------------------------------------------
+
+    def events_for(
+        self, objects: Sequence[Regarding], limit: int = 100
+    ) -> list[Listing[EventRecord]]:
+        """The events regarding each (kind, namespace, name), newest first by last seen."""
+        return [page(self.events.for_object((o[0], o[1], o[2])), limit) for o in objects]
 
     # --- helpers ------------------------------------------------------------------------
 

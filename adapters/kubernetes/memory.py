@@ -1,7 +1,8 @@
 """``MemoryKubernetesSource``: the in-memory twin of the Kubernetes source.
 
 Records are set directly (``put``, ``put_gpus``, ``remove``; DeviceTaintRules too, whose
-taints the GPU reads then apply as the real source does); reads go through the same
+taints the GPU reads then apply as the real source does, and Events, into a store
+bounded as the real one is); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
 truncation and batching. ``failure`` makes every read raise (a backend outage), and
 ``degraded_kinds`` marks answers degraded as an unsynced cache would.
@@ -18,8 +19,11 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     SliceRecord,
     TaintRuleRecord,
 )
+from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
+    EVENTS,
     JOBS,
     JOBSETS,
     NODES,
@@ -51,14 +55,15 @@ Record = (
     | ClaimRecord
     | JobRecord
     | TaintRuleRecord
+    | EventRecord
 )
 
 
 class MemoryKubernetesSource(KubernetesSource):
     """A ``KubernetesSource`` over records held in memory."""
 
-    def __init__(self, records: Iterable[Record] = ()) -> None:
-        self.view = ClusterView()
+    def __init__(self, records: Iterable[Record] = (), *, events: EventStore | None = None) -> None:
+        self.view = ClusterView() if events is None else ClusterView(events=events)
         self.failure: BackendError | None = None
         self.degraded_kinds: set[str] = set()
         self.put(*records)
@@ -78,6 +83,8 @@ class MemoryKubernetesSource(KubernetesSource):
                 (self.view.jobsets if record.kind == "JobSet" else self.view.jobs).upsert(record)
             elif isinstance(record, TaintRuleRecord):
                 self.view.taint_rules.upsert(record)
+            elif isinstance(record, EventRecord):
+                self.view.events.upsert(record)
             else:
                 self.view.claims.upsert(record)
 
@@ -101,8 +108,8 @@ class MemoryKubernetesSource(KubernetesSource):
 
     def remove(self, kind: str, key: ObjectKey) -> None:
         """Delete one record; ``kind`` is pods, nodes, workloads, resourceslices,
-        resourceclaims, jobs, jobsets or devicetaintrules (cluster-scoped keys have
-        namespace ``""``)."""
+        resourceclaims, jobs, jobsets, devicetaintrules or events (cluster-scoped keys
+        have namespace ``""``)."""
         self._stores()[kind].delete(ObjectKey(*key))
 
     def _stores(self) -> dict[str, Any]:
@@ -116,6 +123,7 @@ class MemoryKubernetesSource(KubernetesSource):
             JOBS: v.jobs,
             JOBSETS: v.jobsets,
             TAINT_RULES: v.taint_rules,
+            EVENTS: v.events,
         }
 
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
@@ -139,6 +147,7 @@ class MemoryKubernetesSource(KubernetesSource):
                     last_error=error,
                     relists=1,
                     watch_restarts=1,
+                    evicted=store.evicted,
                 )
             )
         return SourceStatus("kubernetes", tuple(kinds))

@@ -12,6 +12,7 @@ Private modules::
 
     _records      LogEntry, LogQuery, LogPage, the LogSource protocol, their bounds
     _filter       building filters: quoting, identifiers checked, the token grammar
+    _event_filter Kubernetes Events beside container lines: the events-log clause
     _filter_eval  evaluating a filter on an entry, as Cloud Logging does
     _paging       cursors over page tokens, bounds on entries, bytes and messages
 
@@ -21,6 +22,7 @@ memory.
 
 from __future__ import annotations
 
+from openrl_inspect.adapters.logs._event_filter import EVENTS_LOG_ID, MAX_EVENT_OBJECTS
 from openrl_inspect.adapters.logs._filter import (
     MAX_FILTER_CHARS,
     MAX_MODEL_PODS,
@@ -42,6 +44,7 @@ from openrl_inspect.adapters.logs._records import (
     CloudLoggingSettings,
     FieldValue,
     LogEntry,
+    LogEvent,
     LogPage,
     LogQuery,
     LogSource,
@@ -52,12 +55,15 @@ from openrl_inspect.adapters.logs._records import (
 )
 
 __all__ = [
+    "EVENTS_LOG_ID",
+    "MAX_EVENT_OBJECTS",
     "MAX_FILTER_CHARS",
     "MAX_MODEL_PODS",
     "SEVERITIES",
     "CloudLoggingSettings",
     "FieldValue",
     "LogEntry",
+    "LogEvent",
     "LogPage",
     "LogQuery",
     "LogSource",

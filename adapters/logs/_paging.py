@@ -22,12 +22,14 @@ from types import MappingProxyType
 from typing import Any
 
 from openrl_inspect import cursor as codec
+from openrl_inspect.adapters.logs._event_filter import EVENTS_LOG_ID, with_events
 from openrl_inspect.adapters.logs._filter import SEVERITIES, build_filter
 from openrl_inspect.adapters.logs._filter_eval import parse_timestamp
 from openrl_inspect.adapters.logs._records import (
     CloudLoggingSettings,
     FieldValue,
     LogEntry,
+    LogEvent,
     LogPage,
     LogQuery,
     LogSourceKind,
@@ -54,8 +56,9 @@ def order_by(query: LogQuery) -> str:
 
 
 def filter_for(query: LogQuery, settings: CloudLoggingSettings, project: str | None) -> str:
-    """The one filter a query becomes (see ``logfilter.build_filter``)."""
-    return build_filter(
+    """The one filter a query becomes (see ``logfilter.build_filter``), ORed with the
+    events of ``query.event_objects`` when it names any (``_event_filter``)."""
+    container = build_filter(
         start=query.start,
         end=query.end,
         resource_type=settings.resource_type,
@@ -68,6 +71,15 @@ def filter_for(query: LogQuery, settings: CloudLoggingSettings, project: str | N
         pod=query.pod,
         role=query.role,
         role_label_key=settings.role_label_key,
+        severity_floor=query.severity_floor,
+        text=query.text,
+    )
+    return with_events(
+        container,
+        project=project,
+        objects=query.event_objects,
+        start=query.start,
+        end=query.end,
         severity_floor=query.severity_floor,
         text=query.text,
     )
@@ -173,6 +185,8 @@ def to_log_entry(raw: Any, settings: CloudLoggingSettings) -> LogEntry:
     labels = raw.get("labels")
     if not isinstance(labels, Mapping):
         labels = {}
+    if (event := _event_of(raw)) is not None:
+        return _event_entry(raw, event, timestamp, severity, settings)
     message, fields = _payload(raw, settings)
     message, dropped = cut(message, settings.max_message_chars)
     return LogEntry(
@@ -187,6 +201,61 @@ def to_log_entry(raw: Any, settings: CloudLoggingSettings) -> LogEntry:
         fields=MappingProxyType(fields),
         insert_id=_str_or_none(raw.get("insertId")),
         truncated_chars=dropped,
+    )
+
+
+def _event_of(raw: Mapping[str, Any]) -> LogEvent | None:
+    """What an entry of the events log is about (None for any other entry)."""
+    log_name = raw.get("logName")
+    payload = raw.get("jsonPayload")
+    if not (isinstance(log_name, str) and log_name.endswith(f"/logs/{EVENTS_LOG_ID}")):
+        return None
+    involved = payload.get("involvedObject") if isinstance(payload, Mapping) else None
+    if not isinstance(payload, Mapping) or not isinstance(involved, Mapping):
+        return None
+    kind, name = _word(involved.get("kind")), _str_or_none(involved.get("name"))
+    if kind is None or name is None:
+        return None
+    source = payload.get("source")
+    component = source.get("component") if isinstance(source, Mapping) else None
+    return LogEvent(
+        reason=_word(payload.get("reason")),
+        type=_word(payload.get("type")),
+        kind=kind,
+        namespace=_str_or_none(involved.get("namespace")),
+        name=name,
+        component=_word(payload.get("reportingComponent")) or _word(component),
+    )
+
+
+def _word(value: Any) -> str | None:
+    """A short identifier-like string (reason, kind...), cut if a writer went wild."""
+    text = _str_or_none(value)
+    return None if text is None else cut(text, _MAX_KEY_CHARS)[0]
+
+
+def _event_entry(
+    raw: Mapping[str, Any],
+    event: LogEvent,
+    timestamp: datetime,
+    severity: str,
+    settings: CloudLoggingSettings,
+) -> LogEntry:
+    """An event entry: its message, the regarded object and why, not its metadata."""
+    payload = raw["jsonPayload"]
+    text = payload.get("message")
+    message, dropped = cut(text if isinstance(text, str) else "", settings.max_message_chars)
+    fields = {"reason": event.reason, "type": event.type, "kind": event.kind}
+    return LogEntry(
+        timestamp=timestamp,
+        severity=severity,
+        source=LogSourceKind.EVENT,
+        message=message,
+        pod=event.name if event.kind == "Pod" else None,
+        fields=MappingProxyType(bounded_fields(fields, settings)),
+        insert_id=_str_or_none(raw.get("insertId")),
+        truncated_chars=dropped,
+        event=event,
     )
 
 
@@ -214,6 +283,8 @@ def entry_size(entry: LogEntry) -> int:
     size = _ENTRY_OVERHEAD_BYTES + len(entry.message.encode())
     for text in (entry.role, entry.pod, entry.container, entry.model_id, entry.insert_id):
         size += len(text.encode()) if text else 0
+    if entry.event is not None:
+        size += len(entry.event.name.encode()) + len(entry.event.kind.encode())
     for key, value in entry.fields.items():
         size += len(key.encode()) + len(str(value).encode())
     return size

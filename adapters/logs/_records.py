@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Protocol
 from urllib.parse import quote as url_quote
 
+from openrl_inspect.adapters.logs._event_filter import check_event_objects
 from openrl_inspect.adapters.logs._filter import (
     MAX_MODEL_PODS,
     check_label_key,
@@ -28,11 +29,13 @@ FieldValue = str | int | float | bool | None
 
 class LogSourceKind(enum.StrEnum):
     """Where an entry came from: a worker's log shipped to Cloud Logging, a pod's
-    stdout read from Kubernetes, or a client's log kept in Redis."""
+    stdout read from Kubernetes, a client's log kept in Redis, or a Kubernetes Event
+    (Cloud Logging's ``events`` log, or the Kubernetes events cache)."""
 
     WORKER = "worker"
     POD = "pod"
     CLIENT = "client"
+    EVENT = "event"
 
 
 class TruncationReason(enum.StrEnum):
@@ -46,6 +49,19 @@ class TruncationReason(enum.StrEnum):
     # The backend's own read cap (pod logs: tail lines or byte limit per container) left
     # out lines inside the window; no cursor reaches them (narrow the window instead).
     SOURCE_LIMIT = "source_limit"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogEvent:
+    """What a Kubernetes Event entry is about: its reason, type and regarded object
+    (``namespace`` None for cluster-scoped kinds), and who reported it."""
+
+    reason: str | None
+    type: str | None
+    kind: str
+    namespace: str | None
+    name: str
+    component: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +80,8 @@ class LogEntry:
     fields: Mapping[str, FieldValue] = field(default_factory=lambda: MappingProxyType({}))
     insert_id: str | None = None
     truncated_chars: int = 0
+    # Set on Kubernetes Event entries (source EVENT).
+    event: LogEvent | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +89,9 @@ class LogQuery:
     """What to read: the window is required and always sent as both bounds.
 
     ``model_pods`` are pods known (from Kubernetes) to belong to ``model_id``; their
-    entries match even when they lack the model label.
+    entries match even when they lack the model label. ``event_objects`` are objects
+    ``(kind, namespace, name)`` (namespace "" for a Node) whose Kubernetes Events are
+    wanted too, beside the container lines, in the same order and pages.
     """
 
     start: datetime
@@ -84,6 +104,7 @@ class LogQuery:
     text: str | None = None
     newest_first: bool = False
     limit: int = 100
+    event_objects: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +215,7 @@ def validate_query(query: LogQuery, settings: CloudLoggingSettings) -> LogQuery:
         raise InvalidInput(f"at most {MAX_MODEL_PODS} pods can be matched for a model")
     if query.model_pods and query.model_id is None:
         raise InvalidInput("model pods need a model id")
+    check_event_objects(query.event_objects)
     for value in (query.model_id, query.pod, query.role, query.text, *query.model_pods):
         if value is not None:
             check_value(value)

@@ -89,6 +89,79 @@ def wire_entry(
     return entry
 
 
+def event_wire_entry(
+    *,
+    timestamp: datetime,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    reason: str | None,
+    message: str | None,
+    event_type: str | None = "Normal",
+    event_name: str | None = None,
+    event_namespace: str | None = None,
+    component: str | None = None,
+    host: str | None = None,
+    insert_id: str | None = None,
+    project: str = "openrl-local",
+    cluster: str = "openrl",
+) -> dict[str, Any]:
+    """A Kubernetes Event as GKE's event exporter writes it to the log ``events``.
+
+    ``jsonPayload`` is the core/v1 Event without ``count``/``firstTimestamp``/
+    ``lastTimestamp`` (the entry's timestamp is when it was last seen); the resource is
+    ``k8s_pod`` for a pod's event, ``k8s_node`` for a node's, else ``k8s_cluster``;
+    severity WARNING for a Warning event, else INFO.
+    """
+    ev_namespace = event_namespace or namespace or "default"
+    involved: dict[str, Any] = {"kind": kind, "name": name}
+    if namespace:
+        involved["namespace"] = namespace
+    labels = {"project_id": project, "cluster_name": cluster, "location": "local"}
+    source: dict[str, str] = {}
+    if component:
+        source["component"] = component
+    if host:
+        source["host"] = host
+    payload = {
+        "kind": "Event",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": event_name or f"{name}.{next(_insert_ids):016x}",
+            "namespace": ev_namespace,
+        },
+        "involvedObject": involved,
+        "reason": reason or "",
+        "message": message or "",
+        "source": source,
+        "type": event_type or "",
+        "eventTime": None,
+        "reportingComponent": component or "",
+        "reportingInstance": host or "",
+    }
+    return {
+        "logName": f"projects/{project}/logs/events",
+        "resource": _event_resource(kind, name, namespace, ev_namespace, labels),
+        "timestamp": format_timestamp(timestamp),
+        "severity": "WARNING" if event_type == "Warning" else "INFO",
+        "insertId": insert_id or f"mem-ev-{next(_insert_ids):012d}",
+        "jsonPayload": payload,
+    }
+
+
+def _event_resource(
+    kind: str, name: str, namespace: str | None, ev_namespace: str, labels: dict[str, str]
+) -> dict[str, Any]:
+    """The monitored resource the exporter files an event under (k8s_cluster unless it
+    can name the pod or node)."""
+    if kind == "Pod" and namespace == ev_namespace:
+        pod = {"namespace_name": ev_namespace, "pod_name": name}
+        return {"type": "k8s_pod", "labels": {**labels, **pod}}
+    if kind == "Node":
+        return {"type": "k8s_node", "labels": {**labels, "node_name": name}}
+    return {"type": "k8s_cluster", "labels": labels}
+
+
 class InMemoryLogSource:
     """A :class:`LogSource` over entries appended in memory (by the simulator or demo).
 

@@ -51,6 +51,8 @@ class LogArgs:
     after: str | None = None
     worker_logs: bool = True
     client_logs: bool = True
+    # Also the Kubernetes Events of the owner's pods and Workloads (with the worker logs).
+    events: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,4 +126,6 @@ def check_args(args: LogArgs) -> LogArgs:
     severity = check_severity(args.severity) if args.severity is not None else None
     if not (args.worker_logs or args.client_logs):
         raise InvalidInput("ask for worker logs, client logs or both")
+    if args.events and not args.worker_logs:
+        raise InvalidInput("events come with the worker logs: ask for workerLogs too")
     return replace(args, severity=severity)

@@ -36,6 +36,7 @@ def fingerprint(owner: tuple[str, str], args: LogArgs) -> str:
         args.newest_first,
         args.worker_logs,
         args.client_logs,
+        args.events,
     )
 
 
@@ -64,13 +65,15 @@ def decode(cursor: str, print_: str) -> Resume:
         if not isinstance(workers, dict) or not isinstance(clients, dict):
             raise ValueError
         for position in workers.values():
-            cursor_, skip, limit, pods = position
+            cursor_, skip, limit, pods, events = position
             ok = (
                 (cursor_ is None or isinstance(cursor_, str))
                 and _is_int(skip, 0, 10_000)
                 and _is_int(limit, 1, 10_000)
                 and isinstance(pods, list)
                 and all(isinstance(p, str) for p in pods)
+                and isinstance(events, list)
+                and all(_is_object(o) for o in events)
             )
             if not ok:
                 raise ValueError
@@ -84,6 +87,11 @@ def decode(cursor: str, print_: str) -> Resume:
     except (ValueError, TypeError, KeyError):
         raise refused from None
     return Resume(backend, start, end, workers, clients)
+
+
+def _is_object(value: Any) -> bool:
+    """An event object as a cursor keeps it: [kind, namespace, name]."""
+    return isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value)
 
 
 def _is_int(value: Any, low: int, high: int) -> bool:

@@ -16,6 +16,7 @@ from openrl_inspect.errors import BackendNotConfigured
 from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead
 from openrl_inspect.resolvers.logs.args import LogArgs, LogLimit
 from openrl_inspect.resolvers.logs.cursor import Resume
+from openrl_inspect.resolvers.logs.events import event_objects
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class WorkerSide:
     read: WorkerRead
     skip: int  # entries of ``read``'s page returned by earlier answers
     pods: tuple[str, ...] = ()
+    events: tuple[tuple[str, str, str], ...] = ()
     page: LogPage | None = None
     pos: int = 0
     first_page: LogPage | None = None
@@ -73,13 +75,15 @@ class WorkerSide:
         self.page = None
 
     def position(self) -> list[Any] | None:
-        """[cursor, skip, limit, pods] to resume at, or None when this side is done."""
+        """[cursor, skip, limit, pods, event objects] to resume at, or None when this
+        side is done (the pods and objects rebuild the very filter the cursor is for)."""
         assert self.page is not None
         limit = self.read.query.limit
+        kept = [list(self.pods), [list(o) for o in self.events]]
         if self.pos < len(self.page.entries):
-            return [self.read.cursor, self.pos, limit, list(self.pods)]
+            return [self.read.cursor, self.pos, limit, *kept]
         if self.page.next_cursor is not None:
-            return [self.page.next_cursor, 0, limit, list(self.pods)]
+            return [self.page.next_cursor, 0, limit, *kept]
         return None
 
 
@@ -178,14 +182,17 @@ async def worker_sides(
         mids = [t.model_id for t in chosen if t.model_id is not None]
         found = await ctx.logs.model_pods.load_many(mids)
         pods = dict(zip(mids, found, strict=True))
+    objects = await event_objects(ctx, chosen, args) if args.events and resume is None else {}
     sides = []
     for target in chosen:
         cursor: str | None = None
         skip, limit = 0, size
         model_pods = pods.get(target.key, ())
+        events = objects.get(target.key, ())
         if resume is not None:
-            cursor, skip, limit, known = resume.workers[target.key]
+            cursor, skip, limit, known, known_events = resume.workers[target.key]
             model_pods = tuple(known)
+            events = tuple((o[0], o[1], o[2]) for o in known_events)
         query = LogQuery(
             start=start,
             end=end,
@@ -197,10 +204,11 @@ async def worker_sides(
             text=args.text,
             newest_first=args.newest_first,
             limit=limit,
+            event_objects=events,
         )
         pods_arg = (target.pod,) if target.pod is not None and backend == "kubernetes" else None
         read = WorkerRead(backend, query, cursor, pods_arg)
-        sides.append(WorkerSide(target.key, read, skip, query.model_pods))
+        sides.append(WorkerSide(target.key, read, skip, query.model_pods, events))
     return sides
 
 

@@ -113,6 +113,10 @@ class KubernetesKindStatus:
     last_error: str | None
     relists: int
     watch_restarts: int
+    evicted: int = strawberry.field(
+        description="Objects a bounded cache dropped to stay within its bounds (events: "
+        "OPENRL_INSPECT_KUBERNETES_MAX_EVENTS and _EVENT_MAX_AGE_S), oldest first."
+    )
 
     @classmethod
     def from_record(cls, rec: KindStatus) -> KubernetesKindStatus:
@@ -127,6 +131,7 @@ class KubernetesKindStatus:
             last_error=rec.last_error,
             relists=rec.relists,
             watch_restarts=rec.watch_restarts,
+            evicted=rec.evicted,
         )
 
 

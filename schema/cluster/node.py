@@ -19,6 +19,7 @@ from openrl_inspect.schema.cluster.common import (
     TaintType,
     conditions,
 )
+from openrl_inspect.schema.cluster.events import NodeEventFields
 from openrl_inspect.schema.cluster.gpu_health import DeviceTaintType, GpuHealth, health
 from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
 from openrl_inspect.schema.common import Info, as_json, ts
@@ -139,7 +140,7 @@ class ClusterCapacity:
 
 
 @strawberry.type(description="A GPU node of the cluster (live, Kubernetes).")
-class Node(NodeMetricsFields):
+class Node(NodeMetricsFields, NodeEventFields):
     name: str
     labels: JSON
     ready: bool | None = strawberry.field(description="Its Ready condition; null if unknown.")

@@ -30,6 +30,7 @@ from openrl_inspect.schema.cluster.common import (
     conditions,
 )
 from openrl_inspect.schema.cluster.container import Container
+from openrl_inspect.schema.cluster.events import PodEventFields
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.logs.types import PodLogFields
 from strawberry.scalars import JSON
@@ -55,7 +56,7 @@ class PodSchedulingFailure:
 
 
 @strawberry.type(description="A live pod of the cluster (Kubernetes).")
-class Pod(PodLogFields):
+class Pod(PodLogFields, PodEventFields):
     namespace: str
     name: str
     uid: str

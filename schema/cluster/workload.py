@@ -18,6 +18,7 @@ from openrl_inspect.schema.cluster.common import (
     LiveConnection,
     conditions,
 )
+from openrl_inspect.schema.cluster.events import WorkloadEventFields
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
 from strawberry.scalars import JSON
@@ -83,7 +84,7 @@ def workload_status(rec: WorkloadRecord) -> str:
 
 
 @strawberry.type(description="A Kueue Workload (live): a model's demand, queue and admission.")
-class Workload:
+class Workload(WorkloadEventFields):
     namespace: str
     name: str
     uid: str

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from openrl_inspect.adapters.logs import LogEntry as LogEntryRecord
+from openrl_inspect.adapters.logs import LogEvent as LogEventRecord
 from openrl_inspect.resolvers.logs import reads as L
 from openrl_inspect.schema.common import Info, as_json
 from openrl_inspect.schema.connection import PageInfo
@@ -48,6 +49,11 @@ class LogSourceKind(Enum):
     )
     POD = strawberry.enum_value("pod", description="A pod's log, read from the Kubernetes API.")
     CLIENT = strawberry.enum_value("client", description="A line the client reported (Redis).")
+    EVENT = strawberry.enum_value(
+        "event",
+        description="A Kubernetes Event about one of its pods or Workloads (Cloud Logging's "
+        "`events` log, or the Kubernetes events cache): see `event`.",
+    )
 
 
 @strawberry.enum
@@ -94,6 +100,27 @@ class LogSource:
     model_id: strawberry.ID | None
 
 
+@strawberry.type(name="LogEvent", description="What a Kubernetes Event line is about.")
+class LogEventType:
+    reason: str | None = strawberry.field(description="FailedScheduling, Evicted, BackOff...")
+    type: str | None = strawberry.field(description="Normal or Warning.")
+    kind: str = strawberry.field(description="The regarded object's kind: Pod, Workload...")
+    namespace: str | None
+    name: str
+    component: str | None = strawberry.field(description="Who reported it.")
+
+    @classmethod
+    def from_record(cls, rec: LogEventRecord) -> LogEventType:
+        return cls(
+            reason=rec.reason,
+            type=rec.type,
+            kind=rec.kind,
+            namespace=rec.namespace,
+            name=rec.name,
+            component=rec.component,
+        )
+
+
 @strawberry.type(description="One log line, bounded: a long message ends with a marker.")
 class LogEntry:
     time: datetime
@@ -103,6 +130,9 @@ class LogEntry:
     fields: JSON = strawberry.field(description="Structured fields (bounded in number/size).")
     truncated_chars: int = strawberry.field(description="Characters cut from the message.")
     insert_id: str | None = strawberry.field(description="The backend's id of the line.")
+    event: LogEventType | None = strawberry.field(
+        description="Set when the line is a Kubernetes Event (source kind EVENT)."
+    )
 
     @classmethod
     def from_record(cls, rec: LogEntryRecord) -> LogEntry:
@@ -120,6 +150,7 @@ class LogEntry:
             fields=as_json(dict(rec.fields)),
             truncated_chars=rec.truncated_chars,
             insert_id=rec.insert_id,
+            event=LogEventType.from_record(rec.event) if rec.event else None,
         )
 
 
@@ -214,6 +245,15 @@ First = Annotated[
 ]
 WorkerLogs = Annotated[bool, strawberry.argument(description="Include the workers' logs.")]
 ClientLogs = Annotated[bool, strawberry.argument(description="Include the client's lines.")]
+Events = Annotated[
+    bool,
+    strawberry.argument(
+        description="Include the Kubernetes Events of its pods and Workloads (live ones, "
+        "and those its placements recorded) in the same order and pages: from Cloud "
+        "Logging's `events` log (GKE exports them there), else from the Kubernetes events "
+        "cache (recent ones only). Needs the worker logs."
+    ),
+]
 
 
 def _args(
@@ -228,6 +268,7 @@ def _args(
     pod: str | None = None,
     worker_logs: bool = True,
     client_logs: bool = True,
+    events: bool = False,
 ) -> L.LogArgs:
     return L.LogArgs(
         since=since,
@@ -241,6 +282,7 @@ def _args(
         after=after,
         worker_logs=worker_logs,
         client_logs=client_logs,
+        events=events,
     )
 
 
@@ -269,9 +311,21 @@ class ModelLogFields:
         after: str | None = None,
         worker_logs: WorkerLogs = True,
         client_logs: ClientLogs = True,
+        events: Events = False,
     ) -> LogConnection | None:
         args = _args(
-            since, until, severity, text, order, first, after, role, pod, worker_logs, client_logs
+            since,
+            until,
+            severity,
+            text,
+            order,
+            first,
+            after,
+            role,
+            pod,
+            worker_logs,
+            client_logs,
+            events,
         )
         mid = cast("Model", self).id
         return LogConnection.from_answer(await L.model_logs(info.context, mid, args))

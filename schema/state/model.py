@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import Connection
@@ -39,6 +40,7 @@ class Model(
     ModelMetricsFields,
     ModelLogFields,
     ModelSamplingFields,
+    ModelEventFields,
 ):
     id: strawberry.ID
     session_id: strawberry.ID

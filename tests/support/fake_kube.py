@@ -5,7 +5,7 @@ kubeconfig (``write_kubeconfig``):
 
 * core/v1 pods and nodes, ``kueue.x-k8s.io/v1beta1`` workloads, ``resource.k8s.io``
   (v1 and/or v1beta1) resourceslices and resourceclaims, ``batch/v1`` jobs and
-  ``jobset.x-k8s.io/v1alpha2`` jobsets, cluster-wide and namespaced, and
+  ``jobset.x-k8s.io/v1alpha2`` jobsets, ``events.k8s.io/v1`` events, cluster-wide and namespaced, and
   devicetaintrules in those of v1, v1beta2 and v1alpha3 that are served
   (``only_versions`` narrows a resource to some versions of its group);
 * discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<v>``,
@@ -70,6 +70,7 @@ RESOURCES = (
     Res("batch", "jobs", "Job", True),
     Res("jobset.x-k8s.io", "jobsets", "JobSet", True),
     Res("resource.k8s.io", "devicetaintrules", "DeviceTaintRule", False),
+    Res("events.k8s.io", "events", "Event", True),
 )
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
 _BY_PLURAL = {(r.group, r.plural): r for r in RESOURCES}
@@ -185,6 +186,7 @@ class FakeKube:
             "batch": ("v1",),
             "jobset.x-k8s.io": ("v1alpha2",),
             "resource.k8s.io": ("v1", "v1beta1"),
+            "events.k8s.io": ("v1",),
         }
         # plural -> the versions of its group that have it (absent: all served ones)
         self.only_versions: dict[str, tuple[str, ...]] = {

@@ -48,6 +48,7 @@ async def test_reads_after_sync_make_no_api_requests(fake_kube: FakeKube, tmp_pa
             "pods": 2, "nodes": 3, "workloads": 2, "resourceslices": 2, "resourceclaims": 1,
             "jobs": 0, "jobsets": 0,
             "devicetaintrules": 0,
+            "events": 0,
         }  # fmt: skip
         server_before, client_before = fake_kube.total_requests(), source.request_counts()
 
