@@ -10,15 +10,20 @@ import asyncio
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from openrl_inspect.context import Context
-from openrl_inspect.domain import WAITING_STATES, ModelState, OpHealth, OpStatus, Verdict
+from openrl_inspect.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
+from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
+from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
 from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.summary import evidence as E
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
 
 # How many open ops a summary inspects (oldest first); more are counted, not judged.
 OPEN_OPS_JUDGED = 100
+# The newest placements the diagnosis sees.
+PLACEMENTS_JUDGED = 20
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class ModelSummary:
     model: ModelRecord
     verdict: Verdict
     reasons: list[str]
+    diagnosis: Diagnosis
     steps_considered: int
     steps_per_minute: float | None
     median_step_s: float | None
@@ -130,92 +136,98 @@ def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
 async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:
     # Concurrent, never sequential awaits: the loaders batch what is pending together,
     # across this model's steps and across every model summarised in the request.
-    steps_page, open_page, workers_page = await asyncio.gather(
+    state, kube, sampling = await asyncio.gather(
+        _state(ctx, rec, window_steps),
+        E.kube_evidence(ctx, rec),
+        E.sampling_evidence(ctx, rec.id),
+    )
+    evidence, open_total = state
+    duty = await E.duty_evidence(ctx, E.gpu_uuids([w for w, _ in evidence.state.workers], kube))
+    evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling)
+    return summarise(ctx, evidence, open_total)
+
+
+async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[ModelEvidence, int]:
+    """What Redis says of the model: the evidence's state part, and how many ops are
+    open (only the oldest ``OPEN_OPS_JUDGED`` are judged)."""
+    size = ctx.limits.max_page_size
+    steps_page, open_page, workers_page, placements = await asyncio.gather(
         S.model_steps(ctx, rec.id, window_steps, None),
         S.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
-        S.model_workers(ctx, rec.id, ctx.limits.max_page_size, None),
+        S.model_workers(ctx, rec.id, size, None),
+        S.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
     )
     steps = steps_page.readable()
     open_ops = open_page.readable()
     op_pages, health = await asyncio.gather(
-        asyncio.gather(
-            *(S.step_ops(ctx, rec.id, s.step, ctx.limits.max_page_size, None) for s in steps)
-        ),
+        asyncio.gather(*(S.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
         asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
     )
-    ops = [op for page in op_pages for op in page.readable()]
     workers = workers_page.readable()
+    state = StateEvidence(
+        model=rec,
+        steps=tuple(sorted(steps, key=lambda s: s.step)),
+        ops=tuple(op for page in op_pages for op in page.readable()),
+        open_ops=tuple(zip(open_ops, health, strict=True)),
+        workers=tuple((w, S.worker_alive(ctx, w)) for w in workers),
+        placements=tuple(placements.readable()),
+    )
+    thresholds = Thresholds(
+        stuck_after_s=ctx.limits.stuck_after_s, heartbeat_timeout_s=ctx.limits.heartbeat_stale_s
+    )
+    return ModelEvidence(ctx.now, state, thresholds=thresholds), open_page.total
 
-    per_minute, median_step, last_step = pace(steps)
-    since_last = None if last_step is None else max(0.0, ctx.now - last_step)
-    failed = [o for o in ops if o.status == OpStatus.FAILED]
+
+def summarise(ctx: Context, evidence: ModelEvidence, open_total: int) -> ModelSummary:
+    """The summary's numbers and the diagnosis, from gathered evidence. Pure."""
+    state, rec = evidence.state, evidence.model
+    per_minute, median_step, last_step = pace(state.steps)
+    failed = [o for o in state.ops if o.status == OpStatus.FAILED]
+    open_ops = [op for op, _ in state.open_ops]
     oldest = min((o.accepted_at for o in open_ops if o.accepted_at is not None), default=None)
-    stuck, lost = health.count(OpHealth.STUCK), health.count(OpHealth.LOST)
+    health = [h for _, h in state.open_ops]
     waiting_s = (
         max(0.0, ctx.now - rec.state_at)
         if rec.state in WAITING_STATES and rec.state_at is not None
         else None
     )
-    verdict, reasons = judge(ctx, rec, since_last, median_step, stuck, lost, len(failed), waiting_s)
+    diagnosis = diagnose(evidence)
     return ModelSummary(
         model=rec,
-        verdict=verdict,
-        reasons=reasons,
-        steps_considered=len(steps),
+        verdict=diagnosis.verdict,
+        reasons=reasons(diagnosis, waiting_s),
+        diagnosis=diagnosis,
+        steps_considered=len(state.steps),
         steps_per_minute=per_minute,
         median_step_s=median_step,
         last_step_at=last_step,
-        seconds_since_last_step=since_last,
+        seconds_since_last_step=None if last_step is None else max(0.0, ctx.now - last_step),
         waiting_s=waiting_s,
-        kinds=kind_stats(ops),
+        kinds=kind_stats(state.ops),
         failed_ops=len(failed),
         last_error=latest_failure(failed),
-        open_ops=open_page.total,
-        stuck_ops=stuck,
-        lost_ops=lost,
+        open_ops=open_total,
+        stuck_ops=health.count(OpHealth.STUCK),
+        lost_ops=health.count(OpHealth.LOST),
         oldest_open_op_s=None if oldest is None else max(0.0, ctx.now - oldest),
-        workers_alive=sum(1 for w in workers if S.worker_alive(ctx, w)),
-        workers_total=len(workers),
+        workers_alive=sum(1 for _, alive in state.workers if alive),
+        workers_total=len(state.workers),
     )
 
 
-def judge(
-    ctx: Context,
-    rec: ModelRecord,
-    since_last: float | None,
-    median_step: float | None,
-    stuck: int,
-    lost: int,
-    failed_ops: int,
-    waiting_s: float | None,
-) -> tuple[Verdict, list[str]]:
-    """One verdict, most serious first, with the reasons an agent would report."""
-    reasons: list[str] = []
-    if rec.state == ModelState.FAILED:
-        reasons.append(f"model failed: {rec.failure_reason or 'no reason recorded'}")
-        return Verdict.FAILED, reasons
-    if rec.state == ModelState.ENDED:
-        return Verdict.ENDED, ["model ended"]
-    if lost:
-        reasons.append(f"{lost} op(s) lost: their worker stopped heartbeating before finishing")
-    if stuck:
-        reasons.append(
-            f"{stuck} op(s) running longer than {ctx.limits.stuck_after_s:.0f}s on a live worker"
-        )
-    if failed_ops:
-        reasons.append(f"{failed_ops} failed op(s) in the recent steps")
-    if lost:
-        return Verdict.LOST_OPS, reasons
-    if stuck:
-        return Verdict.STUCK, reasons
-    if rec.state in WAITING_STATES:
-        reasons.insert(0, f"{rec.state} for {waiting_s or 0:.0f}s, no GPUs running it yet")
-        return Verdict.WAITING, reasons
-    if since_last is None:
-        return Verdict.IDLE, [*reasons, "active, but no finished step recorded"]
-    # Stalled: no step for far longer than steps usually take.
-    usual = median_step or 0.0
-    if since_last > max(10 * usual, 120.0):
-        reasons.insert(0, f"no step finished for {since_last:.0f}s (median step {usual:.1f}s)")
-        return Verdict.STALLED, reasons
-    return Verdict.PROGRESSING, reasons
+def reasons(d: Diagnosis, waiting_s: float | None) -> list[str]:
+    """The causes' statements, most serious first; what could not be judged, and why."""
+    out = [c.statement for c in d.causes]
+    if not out:
+        out.append(_PLAIN.get(d.verdict, d.verdict.lower()))
+        if d.verdict == Verdict.WAITING:
+            out[0] = f"waiting for {waiting_s or 0:.0f}s, no GPUs running it yet"
+    out += [f"{u.backend} not judged: {u.code}" for u in d.unknown]
+    return out
+
+
+_PLAIN = {
+    Verdict.ENDED: "model ended",
+    Verdict.IDLE: "active, but no finished step recorded",
+    Verdict.PROGRESSING: "progressing",
+}

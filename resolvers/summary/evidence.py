@@ -1,0 +1,144 @@
+"""Evidence for the diagnosis, gathered from every backend through the request's loaders.
+
+Each backend's part is gathered on its own: a backend that is not configured or fails
+becomes an ``Unknown`` with its error code, and the causes that need it are said to be
+unknown; the others stand. Every read goes through a DataLoader and the models of a
+request are gathered side by side, so a level costs the same backend calls for 10
+models as for 200.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from openrl_inspect.adapters.kubernetes import (
+    ClaimRecord,
+    EventRecord,
+    GpuDevice,
+    NodeRecord,
+    PodRecord,
+    WorkloadRecord,
+)
+from openrl_inspect.adapters.redis import SamplerBatchRequest
+from openrl_inspect.context import Context
+from openrl_inspect.domain import WAITING_STATES
+from openrl_inspect.errors import BackendError
+from openrl_inspect.loaders.kubernetes import WorkloadPage
+from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, QUEUE_PEERS
+from openrl_inspect.resolvers.cluster.waiting import why_waiting
+from openrl_inspect.resolvers.diagnosis.evidence import (
+    DutyEvidence,
+    KubeEvidence,
+    SamplingEvidence,
+    Unknown,
+)
+from openrl_inspect.resolvers.metrics.reads import gpu_key
+from openrl_inspect.state.records import ModelRecord, SamplerBatchRecord, WorkerRecord
+
+# Per model: events per object, the sampler batches judged, the duty window.
+EVENTS_PER_OBJECT = 20
+SAMPLER_BATCHES = 200
+DUTY_WINDOW_S = 600.0
+
+
+def unknown(backend: str, exc: BackendError) -> Unknown:
+    """The backend's part is missing: said, with the code the API would give."""
+    return Unknown(backend, exc.code, exc.message)
+
+
+async def model_objects(
+    ctx: Context, mid: str
+) -> tuple[Sequence[WorkloadRecord], Sequence[PodRecord], list[ClaimRecord]]:
+    """The model's Workloads and pods (by label or ownership) and their pods' claims."""
+    workloads, pods = await asyncio.gather(
+        ctx.kube.workloads_by_model.load((mid, PER_OBJECT)),
+        ctx.kube.pods_by_model.load((mid, PER_OBJECT)),
+    )
+    listings = await ctx.kube.claims_for_pods.load_many([(p.key, PER_OBJECT) for p in pods.items])
+    claims = {c.key: c for listing in listings for c in listing.items}
+    return workloads.items, pods.items, list(claims.values())
+
+
+async def queue_peers(ctx: Context, workloads: Sequence[WorkloadRecord]) -> list[WorkloadRecord]:
+    """Other Workloads of the same namespaces, for a position in the queue."""
+    namespaces = sorted({w.namespace for w in workloads if w.queue_name})
+    listings = await ctx.kube.workload_pages.load_many(
+        [WorkloadPage(ns, None, None, QUEUE_PEERS) for ns in namespaces]
+    )
+    return [w for listing in listings for w in listing.items]
+
+
+async def _events(
+    ctx: Context, pods: Sequence[PodRecord], workloads: Sequence[WorkloadRecord], nodes: list[str]
+) -> list[EventRecord]:
+    """The events regarding the model's pods, Workloads and the nodes its pods run on,
+    oldest first, at most ``EVENTS_PER_OBJECT`` (the newest) per object."""
+    regarding = [("Pod", p.namespace, p.name) for p in pods]
+    regarding += [("Workload", w.namespace, w.name) for w in workloads]
+    regarding += [("Node", "", n) for n in nodes]
+    listings = await ctx.kube.events_for.load_many([(r, EVENTS_PER_OBJECT) for r in regarding])
+    found = {e.key: e for listing in listings for e in listing.items}
+    return sorted(found.values(), key=lambda e: e.last_at or e.first_at or 0.0)
+
+
+async def kube_evidence(ctx: Context, model: ModelRecord) -> KubeEvidence | Unknown:
+    try:
+        workloads, pods, claims = await model_objects(ctx, model.id)
+        node_names = sorted({p.node_name for p in pods if p.node_name})
+        devices = sorted({d.key for c in claims for d in c.devices})
+        waiting = model.state in WAITING_STATES
+        events, nodes, gpus, peers = await asyncio.gather(
+            _events(ctx, pods, workloads, node_names),
+            ctx.kube.nodes.load_many(node_names),
+            ctx.kube.gpus_by_device.load_many(devices),
+            queue_peers(ctx, workloads) if waiting else _nothing(),
+        )
+    except BackendError as exc:
+        return unknown("kubernetes", exc)
+    reasons = why_waiting(model, workloads, pods, claims, ctx.now, peers) if waiting else []
+    return KubeEvidence(
+        workloads=workloads,
+        pods=pods,
+        claims=claims,
+        events=events,
+        nodes=[n for n in nodes if isinstance(n, NodeRecord)],
+        gpus=[g for g in gpus if isinstance(g, GpuDevice)],
+        wait_reasons=reasons,
+    )
+
+
+async def _nothing() -> list[WorkloadRecord]:
+    return []
+
+
+def gpu_uuids(workers: Sequence[WorkerRecord], kube: KubeEvidence | Unknown) -> list[str]:
+    """The GPUs the model runs on: its workers' and those allocated to its claims."""
+    uuids = [u for w in workers for u in w.gpu_ids]
+    if isinstance(kube, KubeEvidence):
+        uuids += [g.uuid for g in kube.gpus if g.uuid]
+    return list(dict.fromkeys(u for u in uuids if u))
+
+
+async def duty_evidence(ctx: Context, uuids: Sequence[str]) -> DutyEvidence | Unknown:
+    try:
+        ctx.metrics.require()
+        keys = [(gpu_key(u), DUTY_WINDOW_S, ctx.now) for u in uuids]
+        duties = await ctx.metrics.duty.load_many(keys)
+    except BackendError as exc:
+        return unknown("prometheus", exc)
+    by_uuid = {u: (d.value if d is not None else None) for u, d in zip(uuids, duties, strict=True)}
+    return DutyEvidence(DUTY_WINDOW_S, by_uuid)
+
+
+async def sampling_evidence(ctx: Context, mid: str) -> SamplingEvidence | Unknown:
+    try:
+        found = await ctx.state.sampler_batches.load(
+            SamplerBatchRequest(mid, limit=SAMPLER_BATCHES)
+        )
+    except BackendError as exc:
+        return unknown("redis", exc)
+    if found.problem is not None:  # the model's batches are stored as something else
+        return Unknown("redis", found.problem.code, found.problem.message)
+    batches = [e.record for e in found.entries if isinstance(e.record, SamplerBatchRecord)]
+    return SamplingEvidence(tuple(reversed(batches)))
