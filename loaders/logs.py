@@ -11,6 +11,7 @@ widen a Cloud Logging filter to entries that lack the model label.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +53,8 @@ class LogLoaders:
     # Which worker-log backends exist, for the resolver's choice.
     cloud_logging: bool
     kubernetes: bool
+    # The filter and link a query would use in Cloud Logging (None when not configured).
+    describe: Callable[[LogQuery], tuple[str, str | None]] | None = None
 
     @classmethod
     def build(
@@ -111,4 +114,5 @@ class LogLoaders:
             model_pods=BatchLoader(load_pods),
             cloud_logging=cloud_logging is not None,
             kubernetes=pod_logs is not None,
+            describe=None if cloud_logging is None else cloud_logging.describe,
         )

@@ -17,6 +17,7 @@ from openrl_inspect.schema.errors import CodedErrors, coded
 from openrl_inspect.schema.exposure import HideSuggestions
 from openrl_inspect.schema.metrics.query import MetricsQuery
 from openrl_inspect.schema.state.query import StateQuery
+from openrl_inspect.schema.summary.rollup import SummaryQuery
 from strawberry.extensions import (
     DisableIntrospection,
     MaxTokensLimiter,
@@ -27,7 +28,7 @@ from strawberry.types import ExecutionResult
 
 log = logging.getLogger("openrl_inspect.graphql")
 
-Query = merge_types("Query", (StateQuery, ClusterQuery, MetricsQuery))
+Query = merge_types("Query", (StateQuery, ClusterQuery, MetricsQuery, SummaryQuery))
 
 
 class InspectorSchema(strawberry.Schema):

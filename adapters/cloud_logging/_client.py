@@ -32,6 +32,7 @@ from openrl_inspect.adapters.logs import (
     LogPage,
     LogQuery,
     collect,
+    explorer_url,
     filter_for,
     order_by,
     to_log_entry,
@@ -94,6 +95,15 @@ class CloudLoggingSource:
                 )
         except TimeoutError:
             raise BackendTimeout(BACKEND, "cloud logging did not answer in time") from None
+
+    def describe(self, query: LogQuery) -> tuple[str, str | None]:
+        query = validate_query(query, self._settings)
+        # The project: the configured one (the credentials' own is known only after a
+        # read, in the worker thread).
+        project = self._settings.project
+        filter_ = filter_for(query, self._settings, project)
+        link = None if project is None else explorer_url(project, filter_, query.start, query.end)
+        return filter_, link
 
     async def aclose(self) -> None:
         with self._lock:

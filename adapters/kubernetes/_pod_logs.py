@@ -59,6 +59,7 @@ from openrl_inspect.adapters.logs import (
     LogSource,
     LogSourceKind,
     TruncationReason,
+    filter_for,
     parse_timestamp,
     validate_query,
 )
@@ -142,6 +143,10 @@ class PodLogSource:
 
     async def aclose(self) -> None:
         return None  # the ApiClient belongs to the Kubernetes source
+
+    def describe(self, query: LogQuery) -> tuple[str, str | None]:
+        """The filter this source evaluates on the pods' lines; no console to link."""
+        return filter_for(validate_query(query, self.bounds), self.bounds, None), None
 
     async def entries(
         self,

@@ -126,6 +126,11 @@ class LogSource(Protocol):
 
     async def entries(self, query: LogQuery, cursor: str | None = None) -> LogPage: ...
 
+    def describe(self, query: LogQuery) -> tuple[str, str | None]:
+        """The filter ``query`` becomes and its Logs Explorer link (None when the
+        project is not known yet), without reading anything: where to look next."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -28,6 +28,7 @@ from openrl_inspect.adapters.logs._records import (
     CloudLoggingSettings,
     LogPage,
     LogQuery,
+    explorer_url,
     validate_query,
 )
 from openrl_inspect.errors import InvalidInput
@@ -188,6 +189,13 @@ class InMemoryLogSource:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def describe(self, query: LogQuery) -> tuple[str, str | None]:
+        query = validate_query(query, self._settings)
+        filter_ = filter_for(query, self._settings, self._project or "openrl-local")
+        if self._project is None:
+            return filter_, None
+        return filter_, explorer_url(self._project, filter_, query.start, query.end)
 
     async def entries(self, query: LogQuery, cursor: str | None = None) -> LogPage:
         query = validate_query(query, self._settings)

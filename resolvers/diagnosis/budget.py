@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -73,17 +74,21 @@ def tokens(d: Diagnosis) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def fit(d: Diagnosis, budget: int = TOKEN_BUDGET) -> Diagnosis:
+def fit(
+    d: Diagnosis, budget: int = TOKEN_BUDGET, size: Callable[[Diagnosis], int] = tokens
+) -> Diagnosis:
     """``d`` cut to ``budget`` tokens: first the facts of the lower-ranked causes (down
     to ``MIN_FACTS``, the last cause first), then whole causes from the last, then the
-    top cause's facts. A statement is never cut here: it is the cause."""
+    top cause's facts. A statement is never cut here: it is the cause. ``size`` measures
+    a diagnosis in tokens (by default this module's rendering; the API measures the
+    whole answer it gives, links included)."""
     for i in range(len(d.causes) - 1, 0, -1):
-        if tokens(d) <= budget:
+        if size(d) <= budget:
             return d
         d = _trim_facts(d, i, MIN_FACTS)
-    while tokens(d) > budget and len(d.causes) > 1:
+    while size(d) > budget and len(d.causes) > 1:
         d = replace(d, causes=d.causes[:-1], left_off=d.left_off + 1)
-    while tokens(d) > budget and d.causes and len(d.causes[0].facts) > 1:
+    while size(d) > budget and d.causes and len(d.causes[0].facts) > 1:
         d = _trim_facts(d, 0, len(d.causes[0].facts) - 1)
     return d
 

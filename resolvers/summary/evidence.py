@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.kubernetes import (
-    ClaimRecord,
     EventRecord,
     GpuDevice,
     NodeRecord,
@@ -47,19 +46,6 @@ def unknown(backend: str, exc: BackendError) -> Unknown:
     return Unknown(backend, exc.code, exc.message)
 
 
-async def model_objects(
-    ctx: Context, mid: str
-) -> tuple[Sequence[WorkloadRecord], Sequence[PodRecord], list[ClaimRecord]]:
-    """The model's Workloads and pods (by label or ownership) and their pods' claims."""
-    workloads, pods = await asyncio.gather(
-        ctx.kube.workloads_by_model.load((mid, PER_OBJECT)),
-        ctx.kube.pods_by_model.load((mid, PER_OBJECT)),
-    )
-    listings = await ctx.kube.claims_for_pods.load_many([(p.key, PER_OBJECT) for p in pods.items])
-    claims = {c.key: c for listing in listings for c in listing.items}
-    return workloads.items, pods.items, list(claims.values())
-
-
 async def queue_peers(ctx: Context, workloads: Sequence[WorkloadRecord]) -> list[WorkloadRecord]:
     """Other Workloads of the same namespaces, for a position in the queue."""
     namespaces = sorted({w.namespace for w in workloads if w.queue_name})
@@ -83,23 +69,33 @@ async def _events(
 
 
 async def kube_evidence(ctx: Context, model: ModelRecord) -> KubeEvidence | Unknown:
+    """Three loader levels for every model alike (a model with fewer objects must not
+    reach a level earlier, or the level's batch splits): its Workloads and pods; their
+    claims, events, nodes and queue peers; the GPUs its claims hold."""
+    waiting = model.state in WAITING_STATES
     try:
-        workloads, pods, claims = await model_objects(ctx, model.id)
-        node_names = sorted({p.node_name for p in pods if p.node_name})
-        devices = sorted({d.key for c in claims for d in c.devices})
-        waiting = model.state in WAITING_STATES
-        events, nodes, gpus, peers = await asyncio.gather(
-            _events(ctx, pods, workloads, node_names),
-            ctx.kube.nodes.load_many(node_names),
-            ctx.kube.gpus_by_device.load_many(devices),
-            queue_peers(ctx, workloads) if waiting else _nothing(),
+        workloads, pods = await asyncio.gather(
+            ctx.kube.workloads_by_model.load((model.id, PER_OBJECT)),
+            ctx.kube.pods_by_model.load((model.id, PER_OBJECT)),
         )
+        node_names = sorted({p.node_name for p in pods.items if p.node_name})
+        claim_lists, events, nodes, peers = await asyncio.gather(
+            ctx.kube.claims_for_pods.load_many([(p.key, PER_OBJECT) for p in pods.items]),
+            _events(ctx, pods.items, workloads.items, node_names),
+            ctx.kube.nodes.load_many(node_names),
+            queue_peers(ctx, workloads.items) if waiting else _nothing(),
+        )
+        claims = list({c.key: c for listing in claim_lists for c in listing.items}.values())
+        devices = sorted({d.key for c in claims for d in c.devices})
+        gpus = await ctx.kube.gpus_by_device.load_many(devices)
     except BackendError as exc:
         return unknown("kubernetes", exc)
-    reasons = why_waiting(model, workloads, pods, claims, ctx.now, peers) if waiting else []
+    reasons = (
+        why_waiting(model, workloads.items, pods.items, claims, ctx.now, peers) if waiting else []
+    )
     return KubeEvidence(
-        workloads=workloads,
-        pods=pods,
+        workloads=workloads.items,
+        pods=pods.items,
         claims=claims,
         events=events,
         nodes=[n for n in nodes if isinstance(n, NodeRecord)],

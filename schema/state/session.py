@@ -11,6 +11,7 @@ from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
+from openrl_inspect.schema.summary.rollup import SessionSummaryFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
@@ -22,7 +23,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 
 @strawberry.type
-class Session(SessionMetricsFields, SessionLogFields):
+class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
     id: strawberry.ID
     owner: str
     created_at: datetime | None

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import strawberry
 from openrl_inspect import domain
 from openrl_inspect.errors import InvalidInput
+from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import model as R
 from openrl_inspect.schema.common import Info, ts
+from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
+from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 
 Verdict = domain.Verdict
 strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
@@ -34,10 +38,24 @@ class OpError:
     at: datetime | None
 
 
-@strawberry.type(description="A compact rollup of a model over its most recent steps.")
+@strawberry.type(
+    description="A compact rollup of a model over its most recent steps, and its diagnosis: "
+    "one verdict and the ranked causes, from every backend."
+)
 class ModelSummary:
     verdict: Verdict
-    reasons: list[str] = strawberry.field(description="Why, most serious first.")
+    reasons: list[str] = strawberry.field(
+        description="Why, most serious first: the causes' statements (or the verdict in "
+        "words), then the backends that could not be judged."
+    )
+    causes: list[Cause] = strawberry.field(
+        description="Why the model is slow, stuck, waiting or dead, most blocking first "
+        "(at most 6); empty for a healthy model."
+    )
+    causes_left_off: int = strawberry.field(description="Causes found beyond those listed.")
+    unknown: list[UnknownBackend] = strawberry.field(
+        description="Backends not configured or failing: their causes are unknown, not absent."
+    )
     steps_considered: int
     steps_per_minute: float | None
     median_step_seconds: float | None
@@ -57,11 +75,15 @@ class ModelSummary:
     workers_total: int
 
     @classmethod
-    def from_record(cls, s: R.ModelSummary) -> ModelSummary:
+    def from_record(cls, s: R.ModelSummary, describe: Describe | None = None) -> ModelSummary:
         err = s.last_error
+        d = s.diagnosis
         return cls(
             verdict=Verdict(s.verdict),
             reasons=s.reasons,
+            causes=[Cause.from_record(s.model.id, c, describe) for c in d.causes],
+            causes_left_off=d.left_off,
+            unknown=[UnknownBackend.from_record(u) for u in d.unknown],
             steps_considered=s.steps_considered,
             steps_per_minute=s.steps_per_minute,
             median_step_seconds=s.median_step_s,
@@ -111,5 +133,12 @@ class ModelSummaryFields:
     async def summary(self, info: Info, steps: int = 20) -> ModelSummary:
         if not 1 <= steps <= info.context.limits.max_page_size:
             raise InvalidInput(f"steps must be between 1 and {info.context.limits.max_page_size}")
-        rec = await S.model(info.context, self.id)
-        return ModelSummary.from_record(await R.model_summary(info.context, rec, steps))
+        ctx = info.context
+        rec = await S.model(ctx, self.id)
+        found = await R.model_summary(ctx, rec, steps)
+
+        def render(d: Diagnosis) -> ModelSummary:
+            trial = replace(found, diagnosis=d, reasons=R.reasons(d, found.waiting_s))
+            return ModelSummary.from_record(trial, ctx.logs.describe)
+
+        return fitted(found.diagnosis, render, MODEL_SUMMARY_TOKENS)

@@ -1,0 +1,157 @@
+"""The diagnosis in GraphQL: ranked causes, their evidence, and where to look next."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import strawberry
+from openrl_inspect import domain
+from openrl_inspect.adapters.kubernetes import ObjectKey
+from openrl_inspect.adapters.logs import LogQuery
+from openrl_inspect.errors import InvalidInput
+from openrl_inspect.resolvers.diagnosis import Cause as CauseRecord
+from openrl_inspect.resolvers.diagnosis import Fact as FactRecord
+from openrl_inspect.resolvers.diagnosis import LogSearch, Lookup, Unknown
+from openrl_inspect.schema.common import as_json, ts
+from strawberry.scalars import JSON
+
+CauseKind = domain.CauseKind
+strawberry.enum(
+    CauseKind,
+    name="CauseKind",
+    description="What a cause is: why a model is slow, stuck, waiting or dead "
+    "(the README's table of causes says what each means and carries).",
+)
+
+Describe = Callable[[LogQuery], tuple[str, str | None]]
+
+
+def facts_json(facts: tuple[FactRecord, ...]) -> JSON:
+    """The facts as one object, name -> value: compact for agents. Times (unit
+    ``unix_s``) become ISO 8601; other units are in the names (``_s`` seconds) or
+    ratios (0..1)."""
+    out: dict[str, Any] = {}
+    for f in facts:
+        value: Any = f.value
+        if f.unit == "unix_s" and isinstance(value, int | float):
+            moment = ts(float(value))
+            value = None if moment is None else moment.isoformat()
+        out[f.name] = value
+    return as_json(out)
+
+
+@strawberry.type(description="A pod, by namespace and name.")
+class PodRef:
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, key: ObjectKey) -> PodRef:
+        return cls(namespace=key.namespace, name=key.name)
+
+
+@strawberry.type(
+    description="Where to read logs next: the window around the cause, over the cause's pods "
+    "(`next.pods`)."
+)
+class LogHint:
+    start: datetime
+    end: datetime
+    containers: list[str]
+    severity: str | None = strawberry.field(description="A severity floor, when one helps.")
+    include_events: bool = strawberry.field(
+        description="The pods' Kubernetes Events belong with the lines (`logs(events: true)`)."
+    )
+    filter: str | None = strawberry.field(
+        description="The Cloud Logging filter for it; null when Cloud Logging is not configured."
+    )
+    explorer_url: str | None = strawberry.field(
+        description="The Logs Explorer link for that filter and window (needs a project)."
+    )
+
+
+def log_hint(model_id: str, s: LogSearch, describe: Describe | None) -> LogHint:
+    start, end = ts(s.start), ts(s.end)
+    assert start is not None and end is not None
+    filter_ = link = None
+    if describe is not None:
+        query = LogQuery(
+            start=start,
+            end=max(end, start + timedelta(seconds=1)),
+            model_id=model_id,
+            model_pods=tuple(p.name for p in s.pods),
+            severity_floor=s.severity,
+            text=s.text,
+            event_objects=tuple(("Pod", p.namespace, p.name) for p in s.pods)
+            if s.include_events
+            else (),
+        )
+        # A search the backend would refuse: the window and pods still say where to look.
+        with contextlib.suppress(InvalidInput):
+            filter_, link = describe(query)
+    return LogHint(
+        start=start,
+        end=end,
+        containers=list(s.containers),
+        severity=s.severity,
+        include_events=s.include_events,
+        filter=filter_,
+        explorer_url=link,
+    )
+
+
+@strawberry.type(description="What to open next to confirm a cause.")
+class NextLook:
+    logs: LogHint | None
+    pods: list[PodRef]
+    nodes: list[str]
+    graphql: str | None = strawberry.field(description="A query of this API that drills in.")
+
+    @classmethod
+    def from_record(cls, model_id: str, n: Lookup, describe: Describe | None) -> NextLook:
+        return cls(
+            logs=None if n.logs is None else log_hint(model_id, n.logs, describe),
+            pods=[PodRef.of(p) for p in n.pods],
+            nodes=list(n.nodes),
+            graphql=n.graphql,
+        )
+
+
+@strawberry.type(description="One reason a model is slow, stuck, waiting or dead.")
+class Cause:
+    kind: CauseKind
+    rank: int = strawberry.field(description="1 is the most blocking.")
+    statement: str = strawberry.field(description="One line, with its numbers.")
+    since: datetime | None
+    facts: JSON = strawberry.field(
+        description="Its evidence, name -> value: ids, numbers, times (ISO 8601); names "
+        "ending in `_s` are seconds, `ratio`/`share`/`duty` 0..1."
+    )
+    refs: list[str] = strawberry.field(description='The objects it is about ("Pod ns/name").')
+    next: NextLook
+
+    @classmethod
+    def from_record(cls, model_id: str, c: CauseRecord, describe: Describe | None) -> Cause:
+        return cls(
+            kind=c.kind,
+            rank=c.rank,
+            statement=c.statement,
+            since=ts(c.since),
+            facts=facts_json(c.facts),
+            refs=list(c.refs),
+            next=NextLook.from_record(model_id, c.next, describe),
+        )
+
+
+@strawberry.type(description="A backend whose causes could not be judged, and why.")
+class UnknownBackend:
+    backend: str
+    code: str
+    message: str
+
+    @classmethod
+    def from_record(cls, u: Unknown) -> UnknownBackend:
+        return cls(backend=u.backend, code=u.code, message=u.message)

@@ -1,0 +1,129 @@
+"""Rollups for agents and people: a session's summary, and the models that need a person."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from openrl_inspect.resolvers.summary import model as R
+from openrl_inspect.resolvers.summary import rollup as RU
+from openrl_inspect.schema.common import Info
+from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
+from openrl_inspect.schema.summary.model import Verdict
+
+if TYPE_CHECKING:
+    from openrl_inspect.schema.state.model import Model
+
+ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
+
+
+@strawberry.type(description="A model in one line: its verdict, its top cause, its pace.")
+class ModelBrief:
+    model: ModelT
+    verdict: Verdict
+    top_cause: Cause | None = strawberry.field(description="The most blocking cause.")
+    causes: int = strawberry.field(description="How many causes its summary has in all.")
+    steps_per_minute: float | None
+    failed_ops: int
+    lost_ops: int
+    stuck_ops: int
+    waiting_seconds: float | None
+
+    @classmethod
+    def from_record(cls, s: R.ModelSummary, describe: Describe | None) -> ModelBrief:
+        from openrl_inspect.schema.state.model import Model
+
+        d = s.diagnosis
+        top = d.causes[0] if d.causes else None
+        return cls(
+            model=Model.from_record(s.model),
+            verdict=Verdict(s.verdict),
+            top_cause=None if top is None else Cause.from_record(s.model.id, top, describe),
+            causes=len(d.causes) + d.left_off,
+            steps_per_minute=s.steps_per_minute,
+            failed_ops=s.failed_ops,
+            lost_ops=s.lost_ops,
+            stuck_ops=s.stuck_ops,
+            waiting_seconds=s.waiting_s,
+        )
+
+
+@strawberry.type
+class VerdictCount:
+    verdict: Verdict
+    count: int
+
+
+@strawberry.type(description="A session's models rolled up over their recent steps.")
+class SessionSummary:
+    models: int = strawberry.field(description="Models summarised (one page, newest first).")
+    truncated: bool = strawberry.field(description="The session has more models than that.")
+    by_verdict: list[VerdictCount]
+    worst: list[ModelBrief] = strawberry.field(
+        description="The models that most need a person, each with its top cause."
+    )
+    failed_ops: int
+    lost_ops: int
+    stuck_ops: int
+    steps_per_minute: float | None = strawberry.field(
+        description="The moving models' paces added up."
+    )
+    median_step_seconds: float | None
+    unknown: list[UnknownBackend]
+
+    @classmethod
+    def from_record(cls, s: RU.SessionSummary, describe: Describe | None) -> SessionSummary:
+        return cls(
+            models=s.models,
+            truncated=s.truncated,
+            by_verdict=[VerdictCount(verdict=Verdict(v), count=n) for v, n in s.by_verdict],
+            worst=[ModelBrief.from_record(m, describe) for m in s.worst],
+            failed_ops=s.failed_ops,
+            lost_ops=s.lost_ops,
+            stuck_ops=s.stuck_ops,
+            steps_per_minute=s.steps_per_minute,
+            median_step_seconds=s.median_step_s,
+            unknown=[UnknownBackend.from_record(u) for u in s.unknown],
+        )
+
+
+@strawberry.type(description="The models that most need a person, most urgent first.")
+class Attention:
+    models: list[ModelBrief]
+    scanned: int = strawberry.field(description="Models judged.")
+    needing: int = strawberry.field(description="Of those, how many need a person.")
+    truncated: bool = strawberry.field(
+        description="More models were in those states than were judged (raise `scan`)."
+    )
+
+
+@strawberry.type
+class SessionSummaryFields:
+    id: strawberry.ID  # the session's; declared so the mixin can use it
+
+    @strawberry.field(
+        description="Its models rolled up: counts by verdict, the worst ones with their top "
+        "cause, pace, failed, lost and stuck ops. One page of its newest models."
+    )
+    async def summary(self, info: Info, worst: int = 5) -> SessionSummary:
+        ctx = info.context
+        found = await RU.session_summary(ctx, self.id, worst)
+        return SessionSummary.from_record(found, ctx.logs.describe)
+
+
+@strawberry.type
+class SummaryQuery:
+    @strawberry.field(
+        description="The models that most need a person, ranked: failed, lost, stuck, "
+        "stalled, waiting, slow. Judges the newest `scan` models of each live state and "
+        "those failed in the last day."
+    )
+    async def attention(self, info: Info, first: int = 10, scan: int = 50) -> Attention:
+        ctx = info.context
+        found = await RU.attention(ctx, first, scan)
+        return Attention(
+            models=[ModelBrief.from_record(m, ctx.logs.describe) for m in found.models],
+            scanned=found.scanned,
+            needing=found.needing,
+            truncated=found.truncated,
+        )
