@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
 from openrl_inspect.health import HealthLog, HealthSettings, probe_all, watch
+from openrl_inspect.principal import ANONYMOUS_OPERATOR, SCOPE_KEY
 from openrl_inspect.request_guard import HttpSettings, RequestGuard
 from openrl_inspect.schema.root import build_schema
 from starlette.applications import Starlette
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 PREFIX = "/api/v1/inspect"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
@@ -58,7 +60,20 @@ def _middleware(http: HttpSettings) -> list[Middleware]:
         ),
         Middleware(RequestGuard, settings=http),
         Middleware(GZipMiddleware, minimum_size=1024),
+        Middleware(Anonymous),
     ]
+
+
+class Anonymous:
+    """Authentication off: every request is the anonymous operator (loopback, the demo)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope[SCOPE_KEY] = ANONYMOUS_OPERATOR
+        await self.app(scope, receive, send)
 
 
 def create_app(

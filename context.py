@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from openrl_inspect.principal import ANONYMOUS_OPERATOR, NOBODY, Principal
+
 if TYPE_CHECKING:
     from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
     from openrl_inspect.adapters.logs import LogSource
@@ -85,11 +87,15 @@ class Context:
     metrics: MetricsLoaders
     kube: KubeLoaders
     logs: LogLoaders
+    # Who asks: what the answer may show (``principal``; nothing when unset).
+    principal: Principal = NOBODY
     # One "now" per request, so every derived age in an answer agrees.
     now: float = field(default_factory=time.time)
 
     @classmethod
-    def build(cls, backends: Backends, limits: Limits) -> Context:
+    def build(
+        cls, backends: Backends, limits: Limits, principal: Principal = ANONYMOUS_OPERATOR
+    ) -> Context:
         # Imported here: a resolver importing this module for the type needs none of them.
         from openrl_inspect.adapters.redis import RedisClientLogs
         from openrl_inspect.loaders.kubernetes import KubeLoaders
@@ -99,6 +105,7 @@ class Context:
 
         return cls(
             backends=backends,
+            principal=principal,
             state=StateLoaders.build(backends.state),
             limits=limits,
             metrics=MetricsLoaders.build(

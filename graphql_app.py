@@ -12,6 +12,7 @@ from typing import Any
 from cross_web import HTTPException
 from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.errors import BadRequest, Busy, RequestRefused
+from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_body import decode
 from openrl_inspect.request_guard import RECORD, RequestRecord, refused
 from starlette.requests import Request
@@ -62,7 +63,9 @@ class InspectorGraphQL(GraphQL[Context, None]):
         self, request: Request | WebSocket, response: Response | WebSocket | None
     ) -> Context:
         backends: Backends = request.app.state.backends
-        return Context.build(backends, self.limits)
+        # Set by the authentication middleware; a request that skipped it sees nothing.
+        principal = request.scope.get(SCOPE_KEY, NOBODY)
+        return Context.build(backends, self.limits, principal)
 
     async def process_result(
         self, request: Request | WebSocket, result: ExecutionResult
