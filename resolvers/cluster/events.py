@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import EventRecord, Listing, Regarding, newest_event_first
 from openrl_inspect.context import Context
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT
 from openrl_inspect.resolvers.paging import page_size
 
@@ -30,8 +31,11 @@ class EventPage:
 async def object_events(
     ctx: Context, kind: str, namespace: str, name: str, first: int | None
 ) -> EventPage:
-    """The events regarding one object (``namespace`` "" for a node)."""
+    """The events regarding one object (``namespace`` "" for a node). A node's events
+    can name any owner's pods and processes: a viewer gets none of them."""
     limit = page_size(ctx, first)
+    if kind == NODE and not scope.sees_everything(ctx):
+        return EventPage([], False, False)
     listing = await ctx.kube.events_for.load(((kind, namespace, name), limit))
     return EventPage(list(listing.items), listing.truncated, listing.degraded)
 

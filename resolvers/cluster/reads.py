@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from openrl_inspect import cursor as codec
@@ -29,11 +29,14 @@ from openrl_inspect.adapters.kubernetes import (
 from openrl_inspect.context import Context
 from openrl_inspect.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.paging import page_size
+from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import ModelRecord
 
 R = TypeVar("R")
+Owned = TypeVar("Owned", PodRecord, WorkloadRecord)
 
 # Bounds on the lists the resolvers read for themselves (not pages a client asks for).
 PER_OBJECT = 256  # claims of a pod, claims of a device, pods/workloads of a model
@@ -184,7 +187,7 @@ async def gpu(ctx: Context, uuid: str) -> GpuDevice:
 async def pod(ctx: Context, namespace: str, name: str) -> PodRecord:
     key = ObjectKey(check_namespace(namespace), check_name("pod", name))
     rec = await ctx.kube.pods.load(key)
-    if rec is None:
+    if rec is None or not await scope.model_id_visible(ctx, rec.model_id):
         raise NotFound("pod", f"{namespace}/{name}")
     return rec
 
@@ -208,7 +211,8 @@ async def pods(
     request = PodPage(
         model_id, namespace, node_name, phase, _object_after("pod", after), page_size(ctx, first)
     )
-    return _page("pod", await ctx.kube.pod_pages.load(request), _key_parts, after)
+    listing = await _visible(ctx, await ctx.kube.pod_pages.load(request))
+    return _page("pod", listing, _key_parts, after)
 
 
 async def workloads(
@@ -225,7 +229,16 @@ async def workloads(
     request = WorkloadPage(
         namespace, model_id, _object_after("workload", after), page_size(ctx, first)
     )
-    return _page("workload", await ctx.kube.workload_pages.load(request), _key_parts, after)
+    listing = await _visible(ctx, await ctx.kube.workload_pages.load(request))
+    return _page("workload", listing, _key_parts, after)
+
+
+async def _visible(ctx: Context, listing: Listing[Owned]) -> Listing[Owned]:
+    """The listing's pods or Workloads of models the principal may see."""
+    if scope.sees_everything(ctx):
+        return listing
+    kept = await scope.keep_visible(ctx, listing.items, lambda r: r.model_id)
+    return replace(listing, items=tuple(kept))
 
 
 # -- nested lists ---------------------------------------------------------------------------
@@ -249,7 +262,7 @@ async def node_pods(
             first=first, after=after,
         )  # fmt: skip
     listing = await ctx.kube.pods_by_node.load((node_name, page_size(ctx, first)))
-    return _page("pod", listing, _key_parts, after)
+    return _page("pod", await _visible(ctx, listing), _key_parts, after)
 
 
 async def model_pods(
@@ -289,10 +302,11 @@ async def node_of(ctx: Context, name: str | None) -> NodeRecord | None:
 
 
 async def model_by_label(ctx: Context, model_id: str | None) -> ModelRecord | None:
-    """The Redis model a Kubernetes object's ``openrl.ai/model-id`` label names."""
+    """The Redis model a Kubernetes object belongs to (by label or ownership), when the
+    principal may see it."""
     if not model_id or not valid_id(model_id):
         return None
-    return await ctx.state.models.load(model_id)
+    return await S.model_of(ctx, model_id)
 
 
 async def pod_claims(ctx: Context, rec: PodRecord) -> list[ClaimRecord]:
@@ -323,6 +337,7 @@ class Holder:
 
 
 async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
+    """Who holds the GPU; a viewer sees only holders that are its own models' pods."""
     claims = (await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items
     out: list[Holder] = []
     for claim in claims:
@@ -330,7 +345,12 @@ async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
         if not reserved:
             out.append(Holder(claim, None))
         out.extend(Holder(claim, ObjectKey(claim.namespace, c.name)) for c in reserved)
-    return out
+    if scope.sees_everything(ctx):
+        return out
+    pods = await ctx.kube.pods.load_many([h.pod for h in out if h.pod is not None])
+    seen = await scope.visible_model_ids(ctx, (p.model_id for p in pods if p is not None))
+    mine = {p.key for p in pods if p is not None and (p.model_id or "") in seen}
+    return [h for h in out if h.pod in mine]
 
 
 async def gpu_held(ctx: Context, rec: GpuDevice) -> bool:

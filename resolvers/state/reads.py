@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import TypeVar
 
@@ -9,6 +10,7 @@ from openrl_inspect.context import Context
 from openrl_inspect.domain import OpHealth, SessionState
 from openrl_inspect.errors import BadRecord, InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.paging import Paged, paged
 from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
@@ -59,22 +61,34 @@ async def _by_id(kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R
     return rec
 
 
+# Out of the principal's scope answers exactly as unknown: NOT_FOUND, same message.
+
+
 async def session(ctx: Context, sid: str) -> SessionRecord:
-    return await _by_id("session", sid, ctx.state.sessions)
+    rec = await _by_id("session", sid, ctx.state.sessions)
+    if not scope.session_visible(ctx, rec):
+        raise NotFound("session", sid)
+    return rec
 
 
 async def model(ctx: Context, mid: str) -> ModelRecord:
-    return await _by_id("model", mid, ctx.state.models)
+    rec = await _by_id("model", mid, ctx.state.models)
+    if not await scope.model_visible(ctx, rec):
+        raise NotFound("model", mid)
+    return rec
 
 
 async def worker(ctx: Context, wid: str) -> WorkerRecord:
-    return await _by_id("worker", wid, ctx.state.workers)
+    rec = await _by_id("worker", wid, ctx.state.workers)
+    if not await scope.model_id_visible(ctx, rec.model_id):
+        raise NotFound("worker", wid)
+    return rec
 
 
 async def op(ctx: Context, oid: str) -> OpRecord:
     mid = await ctx.state.op_models.load(_check_id("op", oid))
     rec = await ctx.state.ops.load((mid, oid)) if mid else None
-    if rec is None:
+    if rec is None or not await scope.model_id_visible(ctx, rec.model_id):
         raise NotFound("op", oid)
     return rec
 
@@ -86,7 +100,13 @@ async def sessions(
     ctx: Context, live: bool, first: int | None, after: str | None
 ) -> Paged[SessionRecord]:
     ref = ListRef("sessions", (SessionState.LIVE if live else SessionState.CLOSED,))
-    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.sessions, _ids(ps)))
+
+    async def keep(recs: Sequence[SessionRecord | BadRecord]) -> list[bool]:
+        return [scope.session_visible(ctx, r) for r in recs]
+
+    return await scope.scoped(
+        ctx, ref, first, after, lambda ps: _each(ctx.state.sessions, _ids(ps)), keep
+    )
 
 
 async def models_in_state(
@@ -95,7 +115,13 @@ async def models_in_state(
     if state not in MODEL_STATES:
         raise InvalidInput(f"unknown model state {state!r}")
     ref = ListRef("models_in_state", (state,))
-    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)))
+
+    async def keep(recs: Sequence[ModelRecord | BadRecord]) -> list[bool]:
+        return list(await asyncio.gather(*(scope.model_visible(ctx, r) for r in recs)))
+
+    return await scope.scoped(
+        ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)), keep
+    )
 
 
 async def session_models(
@@ -164,7 +190,15 @@ async def model_workers(
 
 async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:
     ref = ListRef("workers")
-    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
+
+    async def keep(recs: Sequence[WorkerRecord | BadRecord]) -> list[bool]:
+        mids = [r.model_id if isinstance(r, WorkerRecord) else None for r in recs]
+        seen = await scope.visible_model_ids(ctx, mids)
+        return [isinstance(r, WorkerRecord) and (r.model_id or "") in seen for r in recs]
+
+    return await scope.scoped(
+        ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)), keep
+    )
 
 
 async def placements(
@@ -181,11 +215,14 @@ async def placements(
 
 
 async def model_of(ctx: Context, mid: str | None) -> ModelRecord | None:
-    return await ctx.state.models.load(mid) if mid else None
+    rec = await ctx.state.models.load(mid) if mid else None
+    return rec if await scope.model_visible(ctx, rec) else None
 
 
 async def worker_of(ctx: Context, wid: str | None) -> WorkerRecord | None:
-    return await ctx.state.workers.load(wid) if wid else None
+    rec = await ctx.state.workers.load(wid) if wid else None
+    visible = rec is not None and await scope.model_id_visible(ctx, rec.model_id)
+    return rec if visible else None
 
 
 # -- derived health ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ from openrl_inspect.context import Context
 from openrl_inspect.domain import WAITING_STATES
 from openrl_inspect.errors import BackendError
 from openrl_inspect.loaders.kubernetes import WorkloadPage
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, QUEUE_PEERS
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.diagnosis.evidence import (
@@ -62,7 +63,8 @@ async def _events(
     oldest first, at most ``EVENTS_PER_OBJECT`` (the newest) per object."""
     regarding = [("Pod", p.namespace, p.name) for p in pods]
     regarding += [("Workload", w.namespace, w.name) for w in workloads]
-    regarding += [("Node", "", n) for n in nodes]
+    if scope.sees_everything(ctx):  # a node's events can name any owner's pods
+        regarding += [("Node", "", n) for n in nodes]
     listings = await ctx.kube.events_for.load_many([(r, EVENTS_PER_OBJECT) for r in regarding])
     found = {e.key: e for listing in listings for e in listing.items}
     return sorted(found.values(), key=lambda e: e.last_at or e.first_at or 0.0)

@@ -1,0 +1,175 @@
+"""A viewer of one owner reaches nothing of another owner's, by any path.
+
+The walk (``walk.queries``) covers every root field and every path below it to depth 4,
+with the ids of both owners as arguments, over the demo world (OpenRL's state, and the
+Kubernetes, Prometheus and Cloud Logging twins). Every answer, errors included, is
+searched for the other owners' session, model, worker, op and pod ids, owner names and
+client hosts. Lookups out of scope answer exactly as unknown ids.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import fakeredis
+import pytest
+from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.context import Backends, Context, Limits
+from openrl_inspect.demo import DemoTwins
+from openrl_inspect.principal import NOBODY, Principal, Role
+from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.schema.root import build_schema
+from openrl_inspect.simulator import SimConfig, Simulation
+from scope.walk import leaks, queries
+
+pytestmark = pytest.mark.anyio
+
+OWNER = "alice"
+OPEN = Limits(
+    max_nodes=10**9, max_depth=100, max_aliases=1000, max_tokens=10**6, max_fields=10**6,
+    request_deadline_s=0, expensive_nodes=10**9,
+)  # fmt: skip
+# Too slow to walk below (a rollup of every model), or off unless an operator enables it.
+SKIP = frozenset({"prometheusQuery"})
+
+
+@dataclass
+class World:
+    sim: Simulation
+    backends: Backends
+    mine: dict[str, set[str]]
+    theirs: dict[str, set[str]]
+
+
+def _ids(sim: Simulation, sessions: set[str]) -> dict[str, set[str]]:
+    models = {mid for mid, m in sim.models.items() if m.session_id in sessions}
+    owners = {sim.session_owners[s] for s in sessions} if hasattr(sim, "session_owners") else set()
+    return {"sessions": sessions, "models": models, "owners": owners}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def world() -> World:
+    server = fakeredis.FakeServer()
+    client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    rec = AsyncRecorder(
+        client, batch_size=1 << 30, settings=RecorderSettings(publish_counters=False)
+    )
+    now = time.time()
+    sim = Simulation(SimConfig(seed=5, sessions=4), rec)
+    sim.populate(now)
+    await rec.flush()
+    store = RedisStateStore.in_memory(server)
+    backends = Backends(state=store)
+    twins = await DemoTwins.build(sim, store, now)
+    twins.install(backends)
+    sessions = await store.sessions(sorted({m.session_id for m in sim.models.values()}))
+    owner = {s.id: s.owner for s in sessions if s is not None and not isinstance(s, Exception)}
+    mine = {sid for sid, o in owner.items() if o == OWNER}
+    theirs = set(owner) - mine
+    assert mine and theirs, owner
+    return World(sim, backends, _marks(sim, mine, owner), _marks(sim, theirs, owner))
+
+
+def _marks(sim: Simulation, sessions: set[str], owner: dict[str, str]) -> dict[str, set[str]]:
+    models = {mid for mid, m in sim.models.items() if m.session_id in sessions}
+    workers = {w[0] for mid in models for w in sim.models[mid].workers}
+    pods = {w[2] for mid in models for w in sim.models[mid].workers}
+    owners = {owner[s] for s in sessions}
+    return {
+        "sessions": sessions,
+        "models": models,
+        "workers": workers,
+        "pods": pods,
+        "owners": owners,
+        "hosts": {f"ws-{o}" for o in owners},
+    }
+
+
+async def run(world: World, principal: Principal, query: str) -> dict[str, Any]:
+    schema = build_schema(OPEN)
+    ctx = Context.build(world.backends, OPEN, principal)
+    result = await schema.execute(query, context_value=ctx)
+    return {
+        "data": result.data,
+        "errors": [{"message": e.message, "extensions": e.extensions} for e in result.errors or ()],
+    }
+
+
+def values(world: World) -> dict[str, list[Any]]:
+    mine, theirs = world.mine, world.theirs
+    one = lambda s: sorted(s)[:2]  # noqa: E731
+    models = one(mine["models"]) + one(theirs["models"])
+    pods = one(mine["pods"]) + one(theirs["pods"])
+    return {
+        "id": one(mine["sessions"]) + one(theirs["sessions"]) + models
+        + one(mine["workers"]) + one(theirs["workers"]),
+        "namespace": ["openrl"],
+        "name": pods,
+        "model": models,
+        "uuid": ["GPU-0"],
+        "uuids": [["GPU-0"]],
+        "nodes": [["gke-openrl-h100-pool-000"]],
+    }  # fmt: skip
+
+
+def viewer() -> Principal:
+    return Principal(OWNER, Role.VIEWER, frozenset({OWNER}))
+
+
+async def test_a_viewer_sees_nothing_of_other_owners_on_any_path(world: World) -> None:
+    schema = build_schema(OPEN)._schema
+    walked = queries(schema, values(world), depth=4, skip=SKIP)
+    assert len(walked) > 30
+    markers = set().union(*world.theirs.values())
+    seen_mine = set()
+    for query in walked:
+        answer = json.dumps(await run(world, viewer(), query))
+        # An id the caller sent may come back in its NOT_FOUND message: it tells nothing.
+        asked = set(leaks(query, markers))
+        assert not leaks(answer, markers - asked), (query[:200], leaks(answer, markers - asked))
+        seen_mine.update(leaks(answer, set().union(*world.mine.values())))
+    # Not vacuous: the viewer's own sessions, models and pods came back.
+    assert world.mine["sessions"] & seen_mine and world.mine["models"] & seen_mine
+
+
+async def test_out_of_scope_ids_answer_exactly_as_unknown_ones(world: World) -> None:
+    theirs = sorted(world.theirs["models"])[0]
+    for field, ident in (("model", theirs), ("session", sorted(world.theirs["sessions"])[0])):
+        hidden = await run(world, viewer(), f'{{ {field}(id: "{ident}") {{ id }} }}')
+        unknown = await run(world, viewer(), f'{{ {field}(id: "nope-123") {{ id }} }}')
+        assert hidden["data"] == unknown["data"] == {field: None}
+        (h,), (u,) = hidden["errors"], unknown["errors"]
+        assert h["extensions"] == u["extensions"] and h["extensions"]["code"] == "NOT_FOUND"
+        assert h["message"].replace(ident, "X") == u["message"].replace("nope-123", "X")
+
+
+async def test_the_operator_sees_everyone_and_nobody_sees_nothing(world: World) -> None:
+    query = "{ sessions(first: 100) { totalCount nodes { id owner } } }"
+    operator = await run(world, Principal("ops", Role.OPERATOR), query)
+    ids = {s["id"] for s in operator["data"]["sessions"]["nodes"]}
+    assert world.theirs["sessions"] <= ids and world.mine["sessions"] <= ids
+    nobody = await run(world, NOBODY, query)
+    assert nobody["data"]["sessions"] == {"totalCount": 0, "nodes": []}
+    mine = await run(world, viewer(), query)
+    assert {s["owner"] for s in mine["data"]["sessions"]["nodes"]} == {OWNER}
+    assert mine["data"]["sessions"]["totalCount"] == len(world.mine["sessions"])
+
+
+async def test_the_walk_would_catch_a_leak(world: World) -> None:
+    """The same walk as an operator finds the other owners' ids: the check above can fail."""
+    schema = build_schema(OPEN)._schema
+    markers = set().union(*world.theirs.values())
+    found: set[str] = set()
+    for query in queries(schema, values(world), depth=4, skip=SKIP):
+        answer = json.dumps(await run(world, Principal("ops", Role.OPERATOR), query))
+        found.update(leaks(answer, markers - set(leaks(query, markers))))
+    for kind in ("sessions", "models", "workers", "pods", "owners", "hosts"):
+        assert found & world.theirs[kind], kind
