@@ -70,7 +70,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if generated:
             print(f"token for {args.name} (shown once, not stored): {token}", file=sys.stderr)
         return 0
-    write_entry(Path(path), line, args.name if args.replace else None)
+    try:
+        write_entry(Path(path), line, args.name if args.replace else None)
+    except OSError as exc:
+        raise SettingsError(f"hash-token: the tokens file {path!r}: {exc.strerror}") from None
     print(f"added an entry for {args.name} to {path}", file=sys.stderr)
     if generated:
         print(token)

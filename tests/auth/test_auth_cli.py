@@ -171,6 +171,8 @@ def test_hash_token_without_a_file_prints_the_entry_and_reads_stdin(
     assert main(["hash-token", "--name", "x", "--expires", "next week"], {}) == 2
     monkeypatch.setattr("sys.stdin", io.StringIO("has spaces in it\n"))
     assert main(["hash-token", "--name", "x", "--stdin"], {}) == 2
+    assert main(["hash-token", "--name", "x", "--tokens-file", "/nonexistent/dir/t"], {}) == 2
+    assert "the tokens file" in capsys.readouterr().err
 
 
 def test_a_password_in_the_redis_url_argument_is_warned_about(
