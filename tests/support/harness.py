@@ -9,7 +9,7 @@ from typing import Any
 
 import fakeredis
 import httpx
-from openrl_inspect.adapters.redis import RedisStateStore, StateStore
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.health import HealthSettings
