@@ -1,4 +1,12 @@
-"""The Starlette application: routes, and backends opened once in the lifespan."""
+"""The Starlette application: routes, authentication, and backends opened once in the
+lifespan.
+
+Which paths need a principal: liveness (``/healthz``) and the static assets are open;
+readiness (``/readyz``) answers anyone whether the inspector is ready, and only a
+principal what each backend says (an operator all of it); the GraphiQL page is open
+when it is on at all (it is static; its queries carry the credential); every other
+path, ``/graphql`` first, needs a principal.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,11 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
 from openrl_inspect.health import HealthLog, HealthSettings, probe_all, watch
-from openrl_inspect.principal import ANONYMOUS_OPERATOR, SCOPE_KEY
+from openrl_inspect.principal import SCOPE_KEY, Principal
 from openrl_inspect.request_guard import HttpSettings, RequestGuard
 from openrl_inspect.schema.root import build_schema
 from starlette.applications import Starlette
@@ -20,7 +29,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 PREFIX = "/api/v1/inspect"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
@@ -31,12 +39,26 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Each backend's state. Only Redis decides readiness: without Kubernetes,
-    Prometheus or Cloud Logging the API still answers everything else."""
+    """Whether Redis answers (only Redis decides readiness: without Kubernetes,
+    Prometheus or Cloud Logging the API still answers everything else).
+
+    Probes (kubelet, a load balancer's health check) carry no credential and get the
+    answer alone; a viewer also gets each backend's name, state and error code; an
+    operator the full probe (latencies, the Kubernetes watch caches). No answer holds
+    a host, URL or password: a failed probe says only its code.
+    """
     checks = await probe_all(request.app.state.backends)
     request.app.state.health.observe(checks)
     ready = bool(checks[0]["ok"])
-    return JSONResponse({"ready": ready, "backends": checks}, status_code=200 if ready else 503)
+    body: dict[str, object] = {"ready": ready}
+    principal = request.scope.get(SCOPE_KEY)
+    if isinstance(principal, Principal):
+        body["backends"] = checks if principal.operator else [_brief(c) for c in checks]
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+def _brief(check: dict[str, object]) -> dict[str, object]:
+    return {k: check[k] for k in ("name", "ok", "code") if k in check}
 
 
 async def graphiql(request: Request) -> Response:
@@ -47,33 +69,33 @@ async def root(request: Request) -> Response:
     return RedirectResponse(f"{PREFIX}/graphiql")
 
 
-def _middleware(http: HttpSettings) -> list[Middleware]:
+async def not_found(request: Request) -> Response:
+    body = {"errors": [{"message": "Not found.", "extensions": {"code": "NOT_FOUND"}}]}
+    return JSONResponse(body, status_code=404)
+
+
+def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middleware]:
     # Outermost first: CORS headers go on refusals too; the guard sees every request.
     return [
         Middleware(
             CORSMiddleware,
             allow_origins=list(http.cors_origins),
             allow_methods=["GET", "POST"],
-            allow_headers=["content-type", "x-request-id"],
+            allow_headers=["authorization", "content-type", "x-request-id"],
             expose_headers=["x-request-id", "retry-after"],
             max_age=600,
         ),
         Middleware(RequestGuard, settings=http),
         Middleware(GZipMiddleware, minimum_size=1024),
-        Middleware(Anonymous),
+        # Inside the guard: a refusal gets the request's id and log line.
+        Middleware(
+            AuthGate,
+            authenticator=authenticator,
+            open_paths=("/", f"{PREFIX}/healthz", f"{PREFIX}/graphiql"),
+            open_prefixes=(f"{PREFIX}/static/",),
+            optional_paths=(f"{PREFIX}/readyz",),
+        ),
     ]
-
-
-class Anonymous:
-    """Authentication off: every request is the anonymous operator (loopback, the demo)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            scope[SCOPE_KEY] = ANONYMOUS_OPERATOR
-        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -81,12 +103,19 @@ def create_app(
     limits: Limits | None = None,
     http: HttpSettings | None = None,
     health: HealthSettings | None = None,
+    authenticator: Authenticator | None = None,
+    graphiql_on: bool = True,
 ) -> Starlette:
-    """An app whose lifespan opens the backends with ``open_backends`` and closes them."""
+    """An app whose lifespan opens the backends with ``open_backends`` and closes them.
+
+    Without an ``authenticator`` every request is the anonymous operator (the demo,
+    tests); ``serve`` passes the one its settings build (``auth.for_serve``).
+    """
     limits = limits or Limits()
     http = http or HttpSettings()
     health = health or HealthSettings()
-    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth)
+    authenticator = authenticator or Anonymous()
+    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -106,16 +135,17 @@ def create_app(
                 stop.set()
                 if watcher is not None:
                     await asyncio.wait([watcher], timeout=5.0)
+                await authenticator.aclose()
 
     return Starlette(
         routes=[
-            Route("/", root),
+            Route("/", root if graphiql_on else not_found),
             Route(f"{PREFIX}/graphql", graphql, methods=["GET", "POST"]),
-            Route(f"{PREFIX}/graphiql", graphiql),
+            Route(f"{PREFIX}/graphiql", graphiql if graphiql_on else not_found),
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=_middleware(http),
+        middleware=_middleware(http, authenticator),
         lifespan=lifespan,
     )

@@ -1,4 +1,5 @@
-"""``openrl-inspect``: serve the API on real backends, run the demo, export the schema.
+"""``openrl-inspect``: serve the API on real backends, run the demo, export the schema,
+issue bearer tokens.
 
 Settings come from the command line, then the environment, then defaults.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -60,9 +62,18 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="refuse introspection and hide field suggestions",
     )
+    p.add_argument(
+        "--introspection",
+        dest="introspection",
+        action="store_true",
+        default=None,
+        help="allow introspection (default: on, off once authentication is on)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
+    from openrl_inspect import auth
+
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -86,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--kube-context", help="the kubeconfig context to use")
     serve.add_argument("--prometheus-url", help="Prometheus HTTP API root (Managed Prometheus too)")
     serve.add_argument("--logging-project", help="Google Cloud project whose Cloud Logging to read")
+    auth.add_flags(serve)
 
     demo = sub.add_parser("demo", help="serve the API over a live simulated cluster")
     _listen_flags(demo)
@@ -103,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     track.add_argument("--kube-context")
     track.add_argument("--namespace", help="only Workloads of this namespace")
     track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
+
+    auth.add_hash_token_command(sub)
 
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
@@ -169,8 +183,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from openrl_inspect import auth
     from openrl_inspect.context import Limits
 
+    if args.command == "hash-token":
+        return auth.hash_token(args, env)
     limits = settings.load(
         Limits,
         "OPENRL_INSPECT_LIMITS_",
@@ -201,7 +218,7 @@ def _export_schema(args: argparse.Namespace, limits: Limits) -> int:
 def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> int:
     """``serve`` over the real backends, ``demo`` over the simulated ones."""
     # Imported here so that ``--help`` and a settings error answer at once.
-    from openrl_inspect import jsonlog, server
+    from openrl_inspect import auth, jsonlog, server
     from openrl_inspect.app import PREFIX, create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
@@ -222,9 +239,20 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
         {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
     )
     health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
+    warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
     if args.command == "serve":
         config = backend_settings(args, env)
-        app = create_app(lambda: real_backends(config), limits, http, health)
+        warnings = auth.redis_secrets(config.redis, args.redis_url)
+        served = auth.for_serve(args, env, listen.host, limits)
+        warnings += served.warnings
+        app = create_app(
+            lambda: real_backends(config),
+            served.limits,
+            http,
+            health,
+            served.authenticator,
+            served.graphiql,
+        )
     else:
         demo = settings.load(
             DemoSettings,
@@ -237,15 +265,16 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
     print(f"OpenRL Inspector ({args.command}) on {url}{PREFIX}/graphiql", flush=True)
     print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
     jsonlog.configure(listen.log_level)
+    for warning in warnings:
+        logging.getLogger("openrl_inspect.auth").warning(warning)
     server.serve(app, listen.host, listen.port, listen.log_level, http)
     return 0
 
 
 def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     import asyncio
-    import logging
 
-    from openrl_inspect import tracker
+    from openrl_inspect import auth, tracker
     from openrl_inspect.adapters import kubernetes
     from openrl_inspect.adapters.redis import RedisSettings
 
@@ -256,6 +285,8 @@ def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         env,
         {"url": args.redis_url, "cluster": args.redis_cluster},
     )
+    for warning in auth.redis_secrets(redis, args.redis_url):
+        logging.getLogger("openrl_inspect.auth").warning(warning)
     kube = kubernetes.load_settings(
         env,
         {

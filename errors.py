@@ -14,13 +14,16 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     ├── NotFound                     a looked-up id does not exist
     ├── BadRecord                    one stored record cannot be read; its siblings stand
     ├── InvalidInput                 a caller's argument was refused before any call
+    ├── Forbidden                    the principal's role may not read this field
     └── RequestRefused               the request itself was refused before any backend call
         ├── BadRequest               a body that is not a GraphQL request (HTTP 400)
         ├── BodyTooLarge             a body past the size limit (HTTP 413)
         ├── RequestTimeout           a body that arrived too slowly (HTTP 408)
         ├── QueryTooCostly           a query that could return too many nodes
         ├── Busy                     every slot for expensive queries stayed taken (HTTP 429)
-        └── DeadlineExceeded         the request ran past its deadline and was cancelled
+        ├── DeadlineExceeded         the request ran past its deadline and was cancelled
+        ├── Unauthenticated          no credential, or one not accepted (HTTP 401)
+        └── AuthUnavailable          the keys to check credentials with are unreachable (503)
 
 Messages are safe to show: they name the backend, never a host, key, query or trace.
 The GraphQL layer maps each class to an ``extensions.code``.
@@ -89,6 +92,12 @@ class InvalidInput(InspectorError):
     code = "BAD_INPUT"
 
 
+class Forbidden(InspectorError):
+    """The principal is known but its role may not see this (the field goes null)."""
+
+    code = "FORBIDDEN"
+
+
 class RequestRefused(InspectorError):
     """The whole request is refused before it reaches a backend.
 
@@ -149,3 +158,27 @@ class BadRecord(InspectorError):
         super().__init__(f"{kind} {ident[:80]!r} cannot be read: {problem}")
         self.kind = kind
         self.ident = ident
+
+
+class Unauthenticated(RequestRefused):
+    """No credential, or one that was not accepted.
+
+    ``reason`` is for the request log only (``missing``, ``expired``, ``bad_signature``
+    ...); the message a client sees never says which check failed, nor echoes the
+    credential.
+    """
+
+    code = "UNAUTHENTICATED"
+    http_status = 401
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class AuthUnavailable(RequestRefused):
+    """Credentials cannot be checked right now (the signing keys could not be fetched):
+    the server's trouble, not the caller's, so not a 401."""
+
+    code = "AUTH_UNAVAILABLE"
+    http_status = 503

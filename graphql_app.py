@@ -29,8 +29,14 @@ STATIC = Path(__file__).resolve().parent / "static"
 class InspectorGraphQL(GraphQL[Context, None]):
     """Builds a fresh typed ``Context`` (and so fresh DataLoaders) for every request."""
 
-    def __init__(self, schema: Any, limits: Limits, max_json_depth: int = 64) -> None:
-        super().__init__(schema, graphql_ide="graphiql", allow_queries_via_get=True)
+    def __init__(
+        self, schema: Any, limits: Limits, max_json_depth: int = 64, graphiql_on: bool = True
+    ) -> None:
+        # Off, a browser's GET for the IDE is answered like any other GET (a principal
+        # needed, then a query needed).
+        super().__init__(
+            schema, graphql_ide="graphiql" if graphiql_on else None, allow_queries_via_get=True
+        )
         self.limits = limits
         self.max_json_depth = max_json_depth
 

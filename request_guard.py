@@ -10,7 +10,8 @@
 - checks a POST body is a GraphQL request (``request_body``) and refuses it with a 400
   otherwise, before GraphQL parses anything;
 - writes one JSON line per request (``openrl_inspect.request``): id, method, path,
-  status, duration, operation name and error codes.
+  status, duration, operation name, error codes, and the principal (or why none was
+  admitted) that the authentication middleware sets.
 
 Every refusal is JSON: ``{"errors": [{"message": ..., "extensions": {"code": ...}}]}``.
 """
@@ -63,6 +64,10 @@ class RequestRecord:
     id: str
     operation: str | None = None
     codes: list[str] = field(default_factory=list)
+    # Set by the authentication middleware: who asked, or why nobody was admitted
+    # (``missing``, ``expired``, ``bad_signature`` ...; never the credential).
+    principal: str | None = None
+    auth_failure: str | None = None
 
 
 def refused(exc: RequestRefused, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -117,6 +122,8 @@ class RequestGuard:
                     "duration_ms": round((time.perf_counter() - started) * 1e3, 1),
                     "operation": record.operation,
                     "codes": sorted(set(record.codes)),
+                    "principal": record.principal,
+                    "auth_failure": record.auth_failure,
                 },
             )
 

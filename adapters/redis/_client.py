@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from openrl_inspect import lazy
@@ -47,6 +47,29 @@ class RedisSettings:
     # then answered BACKEND_BUSY (Redis is fine; this inspector is saturated).
     max_connections: int = 32
     pool_timeout_s: float = 1.0
+    # The password, kept out of the URL so it is in no command line: from the
+    # environment (OPENRL_INSPECT_REDIS_PASSWORD) or, better, a file (a mounted Secret).
+    # A password written in the URL wins over both.
+    password: str | None = field(default=None, repr=False)
+    password_file: str | None = None
+
+    def secret(self) -> str | None:
+        """The password from ``password`` or ``password_file`` (trailing newline dropped).
+
+        A ``ValueError`` names the file, never its content.
+        """
+        if self.password:
+            return self.password
+        if not self.password_file:
+            return None
+        try:
+            with open(self.password_file, encoding="utf-8") as f:
+                return f.read(4096).rstrip("\r\n") or None
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise ValueError(
+                f"the Redis password file {self.password_file!r} cannot be read ({problem})"
+            ) from None
 
 
 class Pipe(Protocol):
@@ -110,6 +133,9 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
         # so a dead Redis costs a request about one timeout, not many.
         "retry": Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
     }
+    password = settings.secret()
+    if password is not None:
+        common["password"] = password
     if settings.cluster:
         return RedisCluster.from_url(
             settings.url, max_connections=settings.max_connections, **common

@@ -34,7 +34,7 @@ from openrl_inspect.adapters.prometheus import (
     check_window,
 )
 from openrl_inspect.context import Context
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.errors import Forbidden, InvalidInput
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.records import PlacementRecord
 
@@ -369,4 +369,7 @@ async def prometheus_query(
     step: float | None,
 ) -> RawAnswer:
     """The operators' raw PromQL (off unless enabled; capped)."""
+    if not ctx.principal.operator:
+        # Checked before the switch, so a viewer does not learn whether it is on.
+        raise Forbidden("prometheusQuery is for operators only.")
     return await ctx.metrics.raw.run(query, now=ctx.now, at=at, start=start, end=end, step=step)

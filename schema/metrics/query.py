@@ -65,8 +65,9 @@ class MetricsQuery:
         return [NodeDuty.from_record(r) for r in found]
 
     @strawberry.field(
-        description="Operators only: a raw PromQL query, instant at `time` (default now) "
-        "or over `start`..`end` by `step`. Off unless OPENRL_INSPECT_PROMETHEUS_RAW_QUERY "
+        description="Operators only (FORBIDDEN otherwise): a raw PromQL query, instant at "
+        "`time` (default now) or over `start`..`end` by `step`. Off unless "
+        "OPENRL_INSPECT_PROMETHEUS_RAW_QUERY "
         "is true (RAW_QUERY_DISABLED otherwise); range, step, range selectors, series and "
         "samples are capped (OPENRL_INSPECT_PROMETHEUS_RAW_MAX_*)."
     )

@@ -38,7 +38,7 @@ async def test_the_documents_default_counts_and_the_bypass_is_refused_before_any
 ) -> None:
     # How fast the refusal is, is measured in bench/bench_refusal.py (about 20 ms here;
     # executing the query took 78 s before the cost counted the document's defaults).
-    async with app_client(store) as client:  # type: ignore[arg-type]
+    async with app_client(store) as client:
         await gql(client, "{ sessions(first: 1) { totalCount } }")  # warm up
         before = store.calls
         body = await gql(client, BYPASS)
@@ -66,7 +66,7 @@ async def test_the_documents_default_counts_and_the_bypass_is_refused_before_any
 async def test_costly_shapes_are_refused_without_a_backend_call(
     store: CountingStore, query: str
 ) -> None:
-    async with app_client(store) as client:  # type: ignore[arg-type]
+    async with app_client(store) as client:
         body = await gql(client, query)
     assert _code(body) == "QUERY_TOO_COSTLY", body
     assert store.calls == 0
@@ -80,7 +80,7 @@ async def test_skipped_fields_cost_nothing_and_defaults_apply_to_small_pages(
         " huge: sessions(first: 100) @include(if: $big) { nodes { models(first: 100) { nodes {"
         " steps(first: 100) { nodes { number } } } } } } }"
     )
-    async with app_client(store) as client:  # type: ignore[arg-type]
+    async with app_client(store) as client:
         body = await gql(client, query)
         refused = await gql(client, query, big=True)
     assert "errors" not in body and len(body["data"]["sessions"]["nodes"]) == 2
@@ -95,7 +95,7 @@ async def test_a_fragment_bomb_is_refused_in_linear_time(store: CountingStore) -
     ]
     frags.append(f"fragment F{levels} on Query {{ x: sessions {{ totalCount }} }}")
     started = time.perf_counter()
-    async with app_client(store) as client:  # type: ignore[arg-type]
+    async with app_client(store) as client:
         body = await gql(client, "{ ...F0 } " + " ".join(frags))
     assert time.perf_counter() - started < 5
     assert body["data"] == {"x": {"totalCount": 4}} or _code(body) == "QUERY_TOO_COSTLY"
@@ -105,7 +105,7 @@ async def test_the_deadline_cancels_the_work_with_a_coded_error(store: CountingS
     store.delay_s = 2.0
     limits = Limits(request_deadline_s=0.3)
     started = time.perf_counter()
-    async with app_client(store, limits) as client:  # type: ignore[arg-type]
+    async with app_client(store, limits) as client:
         body = await gql(client, "{ sessions { nodes { id } } }")
     assert time.perf_counter() - started < 1.5
     assert _code(body) == "DEADLINE_EXCEEDED" and body["data"] is None
@@ -117,7 +117,7 @@ async def test_expensive_queries_queue_briefly_then_get_busy_with_429(
     store.delay_s = 1.0
     limits = Limits(expensive_nodes=50, max_expensive_requests=1, busy_wait_s=0.2)
     big = "{ sessions(first: 60) { nodes { id } } }"
-    async with app_client(store, limits) as client:  # type: ignore[arg-type]
+    async with app_client(store, limits) as client:
         first = asyncio.create_task(client.post(GRAPHQL, json={"query": big}))
         await asyncio.sleep(0.1)
         second = await client.post(GRAPHQL, json={"query": big})
@@ -132,9 +132,9 @@ async def test_expensive_queries_queue_briefly_then_get_busy_with_429(
 async def test_suggestions_are_hidden_when_introspection_is_off(store: CountingStore) -> None:
     typo = "{ sesions { totalCount } }"
     enum = "query($s: ModelState!) { models(state: $s) { totalCount } }"
-    async with app_client(store) as client:  # type: ignore[arg-type]
+    async with app_client(store) as client:
         open_body = await gql(client, typo)
-    async with app_client(store, Limits(introspection=False)) as client:  # type: ignore[arg-type]
+    async with app_client(store, Limits(introspection=False)) as client:
         closed = await gql(client, typo)
         closed_enum = await gql(client, enum, s="ACTIV")
         schema = await gql(client, "{ __schema { types { name } } }")

@@ -9,7 +9,7 @@ from typing import Any
 
 import fakeredis
 import httpx
-from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.health import HealthSettings
@@ -36,7 +36,7 @@ async def populate(client: Any, config: SimConfig, now: float | None = None) -> 
 
 @asynccontextmanager
 async def app_client(
-    store: RedisStateStore, limits: Limits | None = None, **others: Any
+    store: StateStore, limits: Limits | None = None, **others: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client on the ASGI app, with the app's lifespan running.
 

@@ -1,0 +1,118 @@
+"""The ASGI middleware that turns each request into a principal or a refusal.
+
+It runs inside ``RequestGuard`` (so a refusal gets the request's id and log line, with
+``UNAUTHENTICATED`` among its codes and the reason in ``auth_failure``) and puts the
+principal where ``graphql_app`` builds the context from (``principal.SCOPE_KEY``).
+
+Paths are of three kinds: open (liveness, static assets: no credential looked at),
+optional (readiness: answered to anyone, with details for a principal), and the rest,
+which need a principal. A refusal is ``401`` JSON with ``WWW-Authenticate: Bearer``;
+an authenticator fault is logged and answered ``503 AUTH_UNAVAILABLE``, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Protocol
+
+from openrl_inspect.errors import AuthUnavailable, Forbidden, RequestRefused, Unauthenticated
+from openrl_inspect.principal import ANONYMOUS_OPERATOR, SCOPE_KEY, Principal
+from openrl_inspect.request_guard import RECORD, RequestRecord, refused
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+log = logging.getLogger("openrl_inspect.auth")
+
+REALM = 'Bearer realm="openrl-inspect"'
+
+
+class Authenticator(Protocol):
+    """Turns a request's headers into a principal, or raises ``Unauthenticated``."""
+
+    async def authenticate(self, headers: Headers) -> Principal: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Anonymous:
+    """Authentication off: everyone is the anonymous operator (loopback, the demo)."""
+
+    async def authenticate(self, headers: Headers) -> Principal:
+        return ANONYMOUS_OPERATOR
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Forbidden(RequestRefused):
+    code = Forbidden.code
+    http_status = 403
+
+
+class AuthGate:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        open_paths: Iterable[str] = (),
+        open_prefixes: Iterable[str] = (),
+        optional_paths: Iterable[str] = (),
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.open_paths = frozenset(open_paths)
+        self.open_prefixes = tuple(open_prefixes)
+        self.optional_paths = frozenset(optional_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path in self.open_paths or path.startswith(self.open_prefixes):
+            await self.app(scope, receive, send)
+            return
+        record = scope.get(RECORD)
+        try:
+            principal = await self.authenticator.authenticate(Headers(scope=scope))
+        except Unauthenticated as exc:
+            if exc.reason == "missing" and path in self.optional_paths:
+                await self.app(scope, receive, send)
+                return
+            await self._refuse(scope, receive, send, exc, exc.reason)
+            return
+        except Forbidden as exc:
+            await self._refuse(scope, receive, send, _Forbidden(exc.message), "forbidden")
+            return
+        except AuthUnavailable as exc:
+            await self._refuse(scope, receive, send, exc, "unavailable")
+            return
+        except Exception:
+            log.exception("authentication failed unexpectedly")
+            fault = AuthUnavailable("Credentials cannot be checked right now.")
+            await self._refuse(scope, receive, send, fault, "internal")
+            return
+        scope[SCOPE_KEY] = principal
+        if isinstance(record, RequestRecord):
+            record.principal = principal.name
+        await self.app(scope, receive, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, exc: RequestRefused, reason: str
+    ) -> None:
+        record = scope.get(RECORD)
+        if isinstance(record, RequestRecord):
+            record.codes.append(exc.code)
+            record.auth_failure = reason
+        if scope["type"] == "websocket":
+            # Closing before accepting answers the handshake with 403.
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers = {"cache-control": "no-store"}
+        if isinstance(exc, Unauthenticated):
+            invalid = "" if reason == "missing" else ', error="invalid_token"'
+            headers["www-authenticate"] = REALM + invalid
+        if isinstance(exc, AuthUnavailable):
+            headers["retry-after"] = "5"
+        await refused(exc, headers)(scope, receive, send)
