@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import fakeredis
+import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.app import PREFIX, create_app
+from openrl_inspect.auth import TokenAuthenticator
 from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.demo import DemoTwins
+from openrl_inspect.health import HealthSettings
 from openrl_inspect.principal import NOBODY, Principal, Role
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.schema.root import build_schema
 from openrl_inspect.simulator import SimConfig, Simulation
 from scope.walk import leaks, queries
+from support.auth_harness import new_token, token_line, write_lines
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +181,40 @@ async def test_the_walk_would_catch_a_leak(world: World) -> None:
         found.update(leaks(answer, markers - set(leaks(query, markers))))
     for kind in ("sessions", "models", "workers", "pods", "owners", "hosts"):
         assert found & world.theirs[kind], kind
+
+
+async def test_over_http_a_viewer_token_is_scoped_and_no_token_is_401(
+    world: World, tmp_path: Path
+) -> None:
+    token, ops = new_token(), new_token()
+    path = tmp_path / "tokens"
+    write_lines(
+        path,
+        token_line(token, "alice", owners=[OWNER]),
+        token_line(ops, "ops", role="operator"),
+    )
+    app = create_app(
+        lambda: _given(world.backends),
+        OPEN,
+        None,
+        HealthSettings(interval_s=0),
+        TokenAuthenticator(str(path)),
+    )
+    query = {"query": "{ sessions(first: 100) { nodes { id owner } } }"}
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://inspector") as http,
+    ):
+        url = f"{PREFIX}/graphql"
+        assert (await http.post(url, json=query)).status_code == 401
+        mine = await http.post(url, json=query, headers={"authorization": f"Bearer {token}"})
+        everyone = await http.post(url, json=query, headers={"authorization": f"Bearer {ops}"})
+    owners = {s["owner"] for s in mine.json()["data"]["sessions"]["nodes"]}
+    assert owners == {OWNER}
+    assert len({s["owner"] for s in everyone.json()["data"]["sessions"]["nodes"]}) > 1
+
+
+@asynccontextmanager
+async def _given(backends: Backends) -> AsyncIterator[Backends]:
+    yield backends
