@@ -39,10 +39,15 @@ class Cluster:
     def __init__(self, rng: random.Random, nodes_per_pool: dict[str, int]) -> None:
         self.nodes: list[Node] = []
         for pool, count in nodes_per_pool.items():
-            for i in range(count):
-                name = f"gke-openrl-{pool}-pool-{i:03d}"
-                gpus = [Gpu(_uuid(rng), name, k, PRODUCTS[pool]) for k in range(8)]
-                self.nodes.append(Node(name, pool, gpus))
+            self.add_nodes(pool, count, rng)
+
+    def add_nodes(self, pool: str, count: int, rng: random.Random) -> None:
+        """``count`` more nodes in ``pool``, numbered after the pool's others."""
+        first = sum(1 for n in self.nodes if n.pool == pool)
+        for i in range(first, first + count):
+            name = f"gke-openrl-{pool}-pool-{i:03d}"
+            gpus = [Gpu(_uuid(rng), name, k, PRODUCTS[pool]) for k in range(8)]
+            self.nodes.append(Node(name, pool, gpus))
 
     def allocate(self, model_id: str, count: int) -> tuple[Node, list[Gpu]] | None:
         """``count`` GPUs on one node (trainers need NVLink peers), or None when full."""

@@ -126,6 +126,8 @@ def vllm_stats(bucket: Bucket) -> VllmStats | None:
 def live_state(model: SimModel, role: str, stuck: bool) -> State:
     if model.state not in HOLDING_STATES or not model.heartbeats:
         return OFF  # released, or its worker died (lost)
+    if any(wid in model.silent for wid, r, _, _ in model.workers if r == role):
+        return OFF  # this role's worker died, or never started
     fb = FB_MIB.get(role, 0.0)
     if stuck and role == "trainer":
         return State(alive=True, pinned=True, fb_mib=fb)

@@ -15,13 +15,15 @@ from the simulation's state:
   and JobSet controllers' labels and the model id and role from the pod template, and
   per pod a ResourceClaim allocated to the worker's GPUs and reserved for the pod.
 
-Ended and failed models have neither Workload nor pods. The twin answers through the
-same queries as the real watch cache (``KubernetesSource``).
+Ended and failed models have neither Workload nor pods. A staged scenario's model shows
+what its ``kube_staging`` stage adds (its pods' failures, its Workload's evictions, the
+Events about them). The twin answers through the same queries as the real watch cache
+(``KubernetesSource``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openrl_inspect.adapters.kubernetes import (
     GPU_RESOURCE,
@@ -37,6 +39,7 @@ from openrl_inspect.adapters.kubernetes import (
     ClaimRequest,
     Condition,
     ContainerState,
+    EventRecord,
     GpuDevice,
     JobRecord,
     NodeRecord,
@@ -51,6 +54,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.domain import HOLDING_STATES, ModelState
+from openrl_inspect.simulator import kube_staging
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation
 
@@ -87,6 +91,7 @@ class ClusterRecords:
     pods: list[PodRecord]
     claims: list[ClaimRecord]
     jobs: list[JobRecord]
+    events: list[EventRecord] = field(default_factory=list)
 
 
 def jobset_uid(model_id: str) -> str:
@@ -357,7 +362,7 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
                 pods.append(pod)
                 if claim is not None:
                     claims.append(claim)
-    return ClusterRecords(
+    records = ClusterRecords(
         nodes=[node_record(n) for n in sim.cluster.nodes],
         slices=[slice_record(n) for n in sim.cluster.nodes],
         workloads=workloads,
@@ -365,6 +370,8 @@ def cluster_records(sim: Simulation) -> ClusterRecords:
         claims=claims,
         jobs=jobs,
     )
+    kube_staging.apply(sim, records)
+    return records
 
 
 def mirror_kubernetes(sim: Simulation, twin: MemoryKubernetesSource) -> None:
@@ -377,3 +384,5 @@ def mirror_kubernetes(sim: Simulation, twin: MemoryKubernetesSource) -> None:
     twin.view.claims.replace(records.claims)
     twin.view.jobs.replace(j for j in records.jobs if j.kind == "Job")
     twin.view.jobsets.replace(j for j in records.jobs if j.kind == "JobSet")
+    # Events are upserted, not replaced: the store ages them out as the API server does.
+    twin.put(*records.events)

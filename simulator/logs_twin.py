@@ -318,7 +318,8 @@ class _Lines:
         assert op.started_at is not None
         wid = op.worker_id
         worker = self.workers.get(wid or "")
-        alive = self.model_.heartbeats
+        # A worker that stopped heartbeating, or whose record is gone, writes no more.
+        alive = self.model_.heartbeats and worker is not None and wid not in self.model_.silent
         last = worker.last_heartbeat_at if worker and worker.last_heartbeat_at else self.now
         until = self.now if alive else min(self.now, last)
         steps = int((until - op.started_at) // PROGRESS_EVERY_S)

@@ -24,8 +24,17 @@ class SamplerBatches:
         self._rec = recorder
         self._rng = random.Random(f"sampler-batches-{seed}")
 
-    def record(self, model_id: str, worker: str, op_id: str, start: float, end: float) -> None:
-        """The batches of the op that ran from ``start`` to ``end``."""
+    def record(
+        self,
+        model_id: str,
+        worker: str,
+        op_id: str,
+        start: float,
+        end: float,
+        rate: float = GEN_RATE,
+    ) -> None:
+        """The batches of the op that ran from ``start`` to ``end``, generating about
+        ``rate`` tokens per second."""
         took = max(0.0, end - start)
         n = max(1, round(took / BATCH_S))
         t = start
@@ -36,7 +45,7 @@ class SamplerBatches:
                 model_id,
                 batch_size=self._rng.choice(BATCH_SIZES),
                 prompt_tokens=PROMPT_TOKENS // n,
-                generated_tokens=int(GEN_RATE * latency * self._rng.uniform(0.9, 1.1)),
+                generated_tokens=int(rate * latency * self._rng.uniform(0.9, 1.1)),
                 latency_s=round(latency, 4),
                 queue_depth=self._rng.randint(0, 8),
                 worker_id=worker,

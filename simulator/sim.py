@@ -10,12 +10,17 @@ records. Scenarios that later diagnostics must recognise are staged by
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from openrl_inspect.domain import HOLDING_STATES, ModelState
 from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
-from openrl_inspect.simulator.sampler import SamplerBatches
+from openrl_inspect.simulator.sampler import GEN_RATE, SamplerBatches
+
+if TYPE_CHECKING:
+    from openrl_inspect.simulator.kube_staging import KubeStage
 
 # kind -> (mean, spread) of its execution time in seconds
 DURATIONS = {
@@ -37,10 +42,26 @@ class SimConfig:
     ops_per_step: int = 4
     gpus_per_model: int = 2
     nodes_per_pool: tuple[tuple[str, int], ...] = (("h100", 4), ("h200", 2))
-    # Stage the diagnosable situations (stuck, lost, waiting, failed, idle placement).
+    # Stage a model per cause the diagnosis knows, and healthy ones (simulator.scenarios).
     scenarios: bool = True
     # Live mode: a new model every this many seconds on average.
     new_model_every_s: float = 20.0
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """How a staged model's steps differ from the usual: ``scale`` multiplies an op
+    kind's time; ``queue_s`` is added to every op's wait in the queue; ``pause_after``
+    is the client's think time after an op of that kind, ``pause_between_s`` after each
+    step; the sampler generates ``sampler_rate`` times its usual tokens per second;
+    ``save_every`` adds a ``save_weights`` op to every that many steps."""
+
+    scale: Mapping[str, float] = field(default_factory=dict)
+    queue_s: float = 0.0
+    pause_after: Mapping[str, float] = field(default_factory=dict)
+    pause_between_s: float = 0.0
+    sampler_rate: float = 1.0
+    save_every: int = 0
 
 
 @dataclass
@@ -67,6 +88,7 @@ class SimModel:
     saved: bool = False  # this step's checkpoint is written
     live: bool = True  # advanced by ``advance``; staged scenarios are not
     heartbeats: bool = True  # its workers keep heartbeating in live mode
+    silent: set[str] = field(default_factory=set)  # its workers that never heartbeat again
     # When it was created, placed and activated (read by the Kubernetes twin).
     created_at: float = 0.0
     placed_at: float | None = None
@@ -82,6 +104,9 @@ class Simulation:
         self.cluster = Cluster(self.rng, dict(config.nodes_per_pool))
         self.models: dict[str, SimModel] = {}
         self.scenario_ids: dict[str, str] = {}  # scenario name -> model id
+        # model id -> what Kubernetes shows of it beyond the usual (``kube_staging``)
+        self.kube_stages: dict[str, KubeStage] = {}
+        self.now = 0.0  # how far the simulation has been written
         self.sessions: list[str] = []
         self._seq = 0
         self._next_model_at = 0.0
@@ -163,6 +188,8 @@ class Simulation:
     def heartbeat(self, model: SimModel, at: float, node: str | None = None) -> None:
         node = node or self.node_of(model)
         for wid, role, pod, gpu_ids in model.workers:
+            if wid in model.silent:
+                continue
             current = model.current.id if model.current and model.phase == "running" else None
             self.rec.heartbeat(
                 wid,
@@ -190,27 +217,34 @@ class Simulation:
 
     # -- running ops ----------------------------------------------------------------------
 
-    def run_step(self, model: SimModel, t: float) -> float:
+    def run_step(self, model: SimModel, t: float, shape: StepShape | None = None) -> float:
         """Run one whole step of ops from ``t``; returns when it finished."""
         trainer = model.workers[0][0]
         sampler = model.workers[1][0]
-        for kind in self.kinds(model.step):
+        shape = shape or StepShape()
+        kinds = self.kinds(model.step)
+        if shape.save_every and model.step % shape.save_every == shape.save_every - 1:
+            kinds.append("save_weights")
+        for kind in kinds:
             oid = self._id("op")
             self.rec.op_accepted(model.id, oid, kind, model.step, session_id=model.session_id, at=t)
             t += self.rng.uniform(0.001, 0.01)
             self.rec.op_enqueued(model.id, oid, at=t)
-            t += self.rng.uniform(0.005, 0.25)
+            t += self.rng.uniform(0.005, 0.25) + shape.queue_s
             self.rec.op_started(model.id, oid, sampler if kind == "sample" else trainer, at=t)
-            took = self.duration(kind)
+            took = self.duration(kind) * shape.scale.get(kind, 1.0)
+            metrics = self.op_metrics(kind, took * shape.sampler_rate)
             if kind == "sample":
-                self.batches.record(model.id, sampler, oid, t, t + took)
+                rate = GEN_RATE * shape.sampler_rate
+                self.batches.record(model.id, sampler, oid, t, t + took, rate)
             t += took
-            self.rec.op_finished(model.id, oid, metrics=self.op_metrics(kind, took), at=t)
+            self.rec.op_finished(model.id, oid, metrics=metrics, at=t)
+            t += shape.pause_after.get(kind, 0.0)
         self.rec.step_metrics(
             model.id, model.step, self.step_metrics(model.step), finished=True, at=t
         )
         model.step += 1
-        return t
+        return t + shape.pause_between_s
 
     def op_metrics(self, kind: str, took: float) -> dict[str, float]:
         if kind == "sample":
@@ -249,6 +283,7 @@ class Simulation:
                 self.heartbeat(model, now)
         if cfg.scenarios:
             scenarios.stage_all(self, now)
+        self.now = now
         self._next_model_at = now + cfg.new_model_every_s
         self._last_heartbeat = now
 
@@ -257,6 +292,7 @@ class Simulation:
     def advance(self, now: float) -> None:
         """Move live models forward to ``now``: ops, heartbeats, arrivals and ends."""
         cfg = self.config
+        self.now = now
         if now >= self._next_model_at:
             sid = self.sessions[-1] if self.sessions and self.rng.random() < 0.6 else None
             sid = sid or self.open_session(now)

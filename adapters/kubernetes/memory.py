@@ -5,14 +5,17 @@ taints the GPU reads then apply as the real source does, and Events, into a stor
 bounded as the real one is); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
 truncation and batching. ``failure`` makes every read raise (a backend outage), and
-``degraded_kinds`` marks answers degraded as an unsynced cache would.
+``degraded_kinds`` marks answers degraded as an unsynced cache would. ``parse_object``
+turns an object as the API server serves it into its record with the real parsers, so
+a twin's objects can be written as the controllers write them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
 from openrl_inspect.adapters.kubernetes._dra_records import (
     ClaimRecord,
     GpuDevice,
@@ -21,6 +24,9 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
+from openrl_inspect.adapters.kubernetes._events import parse_event
+from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
+from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
     EVENTS,
@@ -57,6 +63,27 @@ Record = (
     | TaintRuleRecord
     | EventRecord
 )
+
+# By ``kind``: the parsers the real source reads the API server's JSON with.
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Record | None]] = {
+    "Pod": parse_pod,
+    "Node": parse_node,
+    "Workload": parse_workload,
+    "ResourceSlice": parse_slice,
+    "ResourceClaim": parse_claim,
+    "Job": lambda obj: parse_job(obj, "Job"),
+    "JobSet": lambda obj: parse_job(obj, "JobSet"),
+    "DeviceTaintRule": parse_taint_rule,
+    "Event": parse_event,
+}
+
+
+def parse_object(obj: Mapping[str, Any]) -> Record | None:
+    """An object as the API server serves it (with its ``kind``; Events in the
+    events.k8s.io/v1 shape) -> its record, through the real source's parsers with the
+    default label keys. None for a kind the adapter does not read, or a malformed object."""
+    parser = _PARSERS.get(str(obj.get("kind")))
+    return None if parser is None else parser(obj)
 
 
 class MemoryKubernetesSource(KubernetesSource):

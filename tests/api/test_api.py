@@ -239,14 +239,17 @@ async def test_summaries_give_each_scenario_its_verdict(world: Any) -> None:
     store, sim = world
     ids = sim.scenario_ids
     fields = "summary { verdict reasons stuckOps lostOps failedOps openOps lastError { kind error } stepsPerMinute medianStepSeconds waitingSeconds opKinds { kind count medianDurationSeconds } workersAlive workersTotal }"
-    aliases = " ".join(f'{name}: model(id: "{mid}") {{ {fields} }}' for name, mid in ids.items())
+    # The five judged here (a query has at most 30 aliases; the rest are judged in
+    # tests/simulator/test_scenarios_diagnosis.py).
+    judged = ("stuck", "lost", "failed", "waiting", "idle_placement")
+    aliases = " ".join(f'{name}: model(id: "{ids[name]}") {{ {fields} }}' for name in judged)
     async with app_client(store) as client:
         body = await gql(client, f"{{ {aliases} }}")
         active = await gql(
             client, f"{{ models(state: ACTIVE, first: 50) {{ nodes {{ id {fields} }} }} }}"
         )
     assert "errors" not in body, body
-    d = {name: body["data"][name]["summary"] for name in ids}
+    d = {name: body["data"][name]["summary"] for name in judged}
     assert d["stuck"]["verdict"] == "STUCK" and d["stuck"]["stuckOps"] == 1
     assert d["lost"]["verdict"] == "LOST_OPS" and d["lost"]["lostOps"] == 2
     assert d["lost"]["workersAlive"] == 0 and d["lost"]["workersTotal"] == 2

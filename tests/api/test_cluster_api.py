@@ -17,7 +17,8 @@ from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.errors import BackendUnavailable
 from openrl_inspect.simulator import SimConfig, Simulation
-from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes
+from openrl_inspect.simulator.kube_twin import LOCAL_QUEUE, cluster_records, mirror_kubernetes
+from openrl_inspect.simulator.scenarios.base import SCENARIO_NODES
 from support.harness import app_client, gql, populate
 
 pytestmark = pytest.mark.anyio
@@ -150,8 +151,15 @@ async def test_waiting_model_explains_why(world: World) -> None:
     assert first["shortfall"] == world.sim.config.gpus_per_model
     assert first["object"] == f"Workload openrl/openrl-{waiting}"
     assert first["waitedSeconds"] >= 2400
-    waiting_models = [m for m in world.sim.models.values() if m.state == "waiting"]
-    assert first["queueLength"] == len(waiting_models)
+    # The queue holds the Workloads pending in it: not those of waiting models with
+    # none, deactivated, in another queue, or with quota reserved (staged scenarios).
+    pending = [
+        w
+        for w in world.twin.view.workloads.values()
+        if w.queue_name == LOCAL_QUEUE and w.active and not w.is_true("QuotaReserved")
+    ]
+    waiting_models = {m.id for m in world.sim.models.values() if m.state == "waiting"}
+    assert len(pending) < len(waiting_models) and first["queueLength"] == len(pending)
     assert 1 <= first["queuePosition"] <= first["queueLength"]
     assert body["data"]["a"] == {"state": "ACTIVE", "waitingSeconds": None, "whyWaiting": []}
 
@@ -353,8 +361,12 @@ async def test_the_twin_is_deterministic() -> None:
 
     first, second = await records(), await records()
     assert first == second
-    assert len(first.nodes) == len(first.slices) == 6
-    # Workloads name their model only by ownership (Kueue copies no labels by default).
-    assert {w.model_id for w in first.workloads} == {None}
+    assert len(first.nodes) == len(first.slices) == 6 + SCENARIO_NODES[1]
+    # Workloads name their model by ownership (Kueue copies no labels by default); only
+    # those staged whole, as Kueue writes them, name it in their pod sets' templates too.
+    staged = {w.model_id for w in first.workloads if w.model_id is not None}
+    assert all(w.owners[0].kind == "JobSet" for w in first.workloads)
+    assert staged and all(w.name == f"openrl-{w.model_id}" for w in first.workloads if w.model_id)
+    assert len(staged) < len(first.workloads) / 2
     owned = {uid for w in first.workloads for uid in w.job_uids}
     assert all(set(p.job_uids) & owned for p in first.pods)

@@ -123,8 +123,8 @@ async def test_history_duty_follows_the_recorded_ops(demo: Demo) -> None:
     checked = busy_buckets = idle_buckets = 0
     for mid, model in sim.models.items():
         placed = await _admitted(demo.store, mid)
-        if mid in staged or not model.workers or placed is None:
-            continue
+        if mid in staged or not model.workers or placed is None or placed > demo.start:
+            continue  # staged, never placed, or placed in the live part (no history)
         wid, role, _pod, gpu_ids = model.workers[0]
         assert role == "trainer"
         ops = [o for o in await _ops_of(demo.store, mid) if o.worker_id == wid and o.finished_at]
