@@ -52,12 +52,6 @@ class World:
     theirs: dict[str, set[str]]
 
 
-def _ids(sim: Simulation, sessions: set[str]) -> dict[str, set[str]]:
-    models = {mid for mid, m in sim.models.items() if m.session_id in sessions}
-    owners = {sim.session_owners[s] for s in sessions} if hasattr(sim, "session_owners") else set()
-    return {"sessions": sessions, "models": models, "owners": owners}
-
-
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
@@ -113,7 +107,10 @@ async def run(world: World, principal: Principal, query: str) -> dict[str, Any]:
 
 def values(world: World) -> dict[str, list[Any]]:
     mine, theirs = world.mine, world.theirs
-    one = lambda s: sorted(s)[:2]  # noqa: E731
+
+    def one(ids: set[str]) -> list[Any]:
+        return list(sorted(ids)[:2])
+
     models = one(mine["models"]) + one(theirs["models"])
     pods = one(mine["pods"]) + one(theirs["pods"])
     return {

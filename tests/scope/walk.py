@@ -90,7 +90,7 @@ def queries(
 ) -> list[str]:
     root = schema.query_type
     assert root is not None
-    out = []
+    out: list[str] = []
     for name, f in root.fields.items():
         if name in skip:
             continue
