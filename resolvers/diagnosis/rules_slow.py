@@ -160,6 +160,13 @@ def client_bound(evidence: ModelEvidence) -> list[Finding]:
     idle = wall - _busy(intervals, start, end)
     if wall <= 0 or idle / wall < t.client_share:
         return []
+    # Idle in most steps, not once: one long pause (a client restarting, a notebook left
+    # alone) is not a client-bound loop, and must not make a healthy model a suspect.
+    spans = [(a.started_at or 0.0, b.started_at or 0.0) for a, b in itertools.pairwise(steps)]
+    spans.append((steps[-1].started_at or 0.0, end))
+    shares = [1 - _busy(intervals, a, b) / (b - a) for a, b in spans if b > a]
+    if not shares or statistics.median(shares) < t.client_share:
+        return []
     ordered = sorted(ops, key=lambda o: o.finished_at or 0.0)
     gaps = [
         ((b.accepted_at or b.started_at or 0.0) - (a.finished_at or 0.0), a)

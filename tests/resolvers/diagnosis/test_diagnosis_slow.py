@@ -144,3 +144,26 @@ def test_slow_causes_are_only_judged_for_active_models() -> None:
     ev = de.with_state(de.healthy(hist), model=de.model("placed"))
     ev = replace(ev, kube=Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "off"))
     assert diagnose(ev).causes == ()
+
+
+def test_one_long_pause_between_steps_is_not_client_bound() -> None:
+    """A client away once (a notebook left alone for a minute) idles the workers for
+    most of the last steps' wall time, but not in most steps: no cause."""
+    hist = de.history()
+    cut = hist.steps[-3].started_at
+    assert cut is not None
+
+    def earlier(t: float | None) -> float | None:
+        return None if t is None or t >= cut else t - 60.0
+
+    steps = [replace(s, started_at=earlier(s.started_at) or s.started_at,
+                     finished_at=earlier(s.finished_at) or s.finished_at)
+             for s in hist.steps]  # fmt: skip
+    ops = [replace(o, accepted_at=earlier(o.accepted_at) or o.accepted_at,
+                   enqueued_at=earlier(o.enqueued_at) or o.enqueued_at,
+                   started_at=earlier(o.started_at) or o.started_at,
+                   finished_at=earlier(o.finished_at) or o.finished_at)
+           for o in hist.ops]  # fmt: skip
+    paused = de.History(steps, ops)
+    d = diagnose(de.healthy(paused))
+    assert CauseKind.CLIENT_BOUND not in kinds(d), d.causes
