@@ -151,7 +151,9 @@ def _quota_cause(
         reason=quota.reason,
         since=quota.last_transition,
         quota=details,
-        position=queue_position(w, peers),
+        # An inadmissible Workload is in no queue Kueue serves (no LocalQueue, a stopped
+        # ClusterQueue): it has no place to count.
+        position=None if kind == WaitKind.INADMISSIBLE else queue_position(w, peers),
     )
 
 

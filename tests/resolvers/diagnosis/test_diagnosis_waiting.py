@@ -174,6 +174,7 @@ def test_inadmissible_when_the_local_queue_does_not_exist() -> None:
     assert cause.kind == CauseKind.INADMISSIBLE
     assert facts(cause)["message"] == message and facts(cause)["waited_s"] == 900.0
     assert message in cause.statement
+    assert "in its queue" not in cause.statement  # no queue Kueue serves: no position
 
 
 def test_admission_checks_pending_after_quota_is_reserved() -> None:
