@@ -23,6 +23,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 PREFIX = "/api/v1/inspect"
+# The dashboard: static/ui/ served as is (ES modules, no build step).
+UI = f"{PREFIX}/ui/"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
 
 
@@ -44,7 +46,12 @@ async def graphiql(request: Request) -> Response:
 
 
 async def root(request: Request) -> Response:
-    return RedirectResponse(f"{PREFIX}/graphiql")
+    return RedirectResponse(UI)
+
+
+async def ui_slash(request: Request) -> Response:
+    # The dashboard's modules are fetched relative to its page: it needs the slash.
+    return RedirectResponse(UI)
 
 
 def _middleware(http: HttpSettings) -> list[Middleware]:
@@ -112,6 +119,8 @@ def create_app(
             Route("/", root),
             Route(f"{PREFIX}/graphql", graphql, methods=["GET", "POST"]),
             Route(f"{PREFIX}/graphiql", graphiql),
+            Route(f"{PREFIX}/ui", ui_slash),
+            Mount(f"{PREFIX}/ui", StaticFiles(directory=STATIC / "ui", html=True), name="ui"),
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
