@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -27,7 +28,7 @@ def demo_server(*extra: str) -> Iterator[str]:
         [sys.executable, "-m", "openrl_inspect.cli", "demo", "--port", str(port), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={"OPENRL_INSPECT_OPEN_BROWSER": "false", "PATH": "/usr/bin:/bin"},
+        env={**os.environ, "OPENRL_INSPECT_OPEN_BROWSER": "false"},
     )
     try:
         wait_for_port(port, timeout_s=30)
