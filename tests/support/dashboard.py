@@ -35,7 +35,13 @@ def demo_server(*extra: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
-        proc.wait(15)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            # Seen now and then under load: uvicorn still draining after SIGTERM while
+            # the demo's simulation keeps ticking. The pages were checked; end it.
+            proc.kill()
+            proc.wait(15)
 
 
 def ask(base: str, page: str, variables: dict[str, Any] | None = None) -> Any:
