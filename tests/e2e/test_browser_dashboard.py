@@ -47,11 +47,12 @@ def overview_verdicts(answer: Any) -> dict[str, str]:
 
 
 def shown_verdicts(ui: Browser, scope: str) -> dict[str, str]:
-    return ui.page.eval_on_selector_all(
+    shown: dict[str, str] = ui.page.eval_on_selector_all(
         f"{scope} [data-model]",
         """rows => Object.fromEntries(rows.map(r => [r.dataset.model,
              r.querySelector('[data-verdict]')?.dataset.verdict]))""",
     )
+    return shown
 
 
 def test_overview_shows_attention_then_every_live_model(ui: Browser) -> None:
