@@ -31,6 +31,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 PREFIX = "/api/v1/inspect"
+# The dashboard: static/ui/ served as is (ES modules, no build step).
+UI = f"{PREFIX}/ui/"
 BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
 
 
@@ -66,7 +68,12 @@ async def graphiql(request: Request) -> Response:
 
 
 async def root(request: Request) -> Response:
-    return RedirectResponse(f"{PREFIX}/graphiql")
+    return RedirectResponse(UI)
+
+
+async def ui_slash(request: Request) -> Response:
+    # The dashboard's modules are fetched relative to its page: it needs the slash.
+    return RedirectResponse(UI)
 
 
 async def not_found(request: Request) -> Response:
@@ -91,8 +98,10 @@ def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middle
         Middleware(
             AuthGate,
             authenticator=authenticator,
-            open_paths=("/", f"{PREFIX}/healthz", f"{PREFIX}/graphiql"),
-            open_prefixes=(f"{PREFIX}/static/",),
+            # The pages are static: their GraphQL requests carry the credential (behind
+            # IAP the proxy adds it), so the assets themselves need none.
+            open_paths=("/", f"{PREFIX}/healthz", f"{PREFIX}/graphiql", f"{PREFIX}/ui"),
+            open_prefixes=(f"{PREFIX}/static/", UI),
             optional_paths=(f"{PREFIX}/readyz",),
         ),
     ]
@@ -139,9 +148,11 @@ def create_app(
 
     return Starlette(
         routes=[
-            Route("/", root if graphiql_on else not_found),
+            Route("/", root),
             Route(f"{PREFIX}/graphql", graphql, methods=["GET", "POST"]),
             Route(f"{PREFIX}/graphiql", graphiql if graphiql_on else not_found),
+            Route(f"{PREFIX}/ui", ui_slash),
+            Mount(f"{PREFIX}/ui", StaticFiles(directory=STATIC / "ui", html=True), name="ui"),
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),

@@ -103,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     _listen_flags(demo)
     demo.add_argument("--redis-url", help="fill this Redis instead of an in-process fakeredis")
     demo.add_argument("--seed", type=int, help="simulation seed (default 7)")
+    demo.add_argument(
+        "--open-browser",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="open the dashboard in a browser (env OPENRL_INSPECT_OPEN_BROWSER; default: "
+        "only when a graphical browser is usable: not in CI, over SSH or without a display)",
+    )
 
     track = sub.add_parser(
         "track-placements",
@@ -219,7 +226,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
     """``serve`` over the real backends, ``demo`` over the simulated ones."""
     # Imported here so that ``--help`` and a settings error answer at once.
     from openrl_inspect import auth, jsonlog, server
-    from openrl_inspect.app import PREFIX, create_app
+    from openrl_inspect.app import PREFIX, UI, create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
     from openrl_inspect.health import HealthSettings
@@ -262,13 +269,36 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
         )
         app = create_app(lambda: demo_backends(demo), limits, http, health)
     url = browsable_url(listen.host, listen.port)
-    print(f"OpenRL Inspector ({args.command}) on {url}{PREFIX}/graphiql", flush=True)
+    opening = args.command == "demo" and _opens_browser(args, env)
+    print(f"OpenRL Inspector ({args.command}) dashboard: {url}{UI}", flush=True)
+    print(f"GraphiQL: {url}{PREFIX}/graphiql", flush=True)
     print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
+    if opening:
+        from openrl_inspect.open_browser import open_when_listening
+
+        host = "127.0.0.1" if url.startswith("http://127.0.0.1:") else listen.host
+        open_when_listening(f"{url}{UI}", host, listen.port, lambda s: print(s, flush=True))
     jsonlog.configure(listen.log_level)
     for warning in warnings:
         logging.getLogger("openrl_inspect.auth").warning(warning)
     server.serve(app, listen.host, listen.port, listen.log_level, http)
     return 0
+
+
+@dataclass(frozen=True)
+class OpenBrowserSettings:
+    """Whether the demo opens the dashboard. Env ``OPENRL_INSPECT_OPEN_BROWSER``."""
+
+    open_browser: bool | None = None
+
+
+def _opens_browser(args: argparse.Namespace, env: Mapping[str, str]) -> bool:
+    from openrl_inspect.open_browser import should_open
+
+    choice = settings.load(
+        OpenBrowserSettings, "OPENRL_INSPECT_", env, {"open_browser": args.open_browser}
+    ).open_browser
+    return should_open(choice, env)
 
 
 def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:

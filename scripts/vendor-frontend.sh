@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-create static/vendor/ (the GraphiQL page's browser assets) from the npm registry.
+# Re-create static/vendor/ (the GraphiQL page's and the dashboard's browser assets) from the npm registry.
 #
 # The inspector serves GraphiQL with no CDN: every file the page loads lives under
 # static/vendor/<package>@<version>/ and is served by the app itself. This script
@@ -29,6 +29,11 @@ PINS=(
   # Not served itself: bundled inside @graphiql/plugin-explorer's UMD build; fetched
   # only for its LICENSE text.
   "graphiql-explorer 0.9.0 sha512-fZC/wsuatqiQDO2otchxriFO0LaWIo/ovF/CQJ1yOudmY0P7pzDiP+l9CEHUiWbizk3e99x6DQG4XG1VxA+d6A=="
+  # The dashboard (static/ui/): htm's "preact/standalone" ES module is Preact 10 with its
+  # hooks and htm in one 13 KB file, importable by a browser as published.
+  "htm 3.1.1 sha512-983Vyg8NwUE7JkZ6NmOqpCZ+sh1bKv2iYTlUkzlWmA5JD2acKoxd4KVxbMmxX/85mtfdnDmTFoNKcg5DGAvxNQ=="
+  # Not served itself: bundled inside htm's standalone module; fetched for its LICENSE.
+  "preact 10.6.6 sha512-dgxpTFV2vs4vizwKohYKkk7g7rmp1wOOcfd4Tz3IB3Wi+ivZzsn/SpeKJhRENSE+n8sUfsAl4S3HiCVT923ABw=="
 )
 
 command -v npm >/dev/null || { echo "vendor-frontend: npm is required" >&2; exit 1; }
@@ -83,9 +88,13 @@ cp_file "$X/graphiql-plugin-explorer/package/dist/style.css" "$EXP/style.css"
 cp_file "$X/graphiql/package/LICENSE" "$EXP/LICENSE"
 cp_file "$X/graphiql-explorer/package/LICENSE" "$EXP/LICENSE.graphiql-explorer"
 
+cp_file "$X/htm/package/preact/standalone.module.js" "htm@3.1.1/preact/standalone.module.js"
+cp_file "$X/htm/package/LICENSE" "htm@3.1.1/LICENSE"
+cp_file "$X/preact/package/LICENSE" "htm@3.1.1/LICENSE.preact"
+
 # Replace only the directories this script owns; keep README.md and anything else.
 mkdir -p "$DEST"
-rm -rf "$DEST"/react@* "$DEST"/react-dom@* "$DEST"/graphiql@* "$DEST"/@graphiql/plugin-explorer@*
+rm -rf "$DEST"/react@* "$DEST"/react-dom@* "$DEST"/graphiql@* "$DEST"/@graphiql/plugin-explorer@* "$DEST"/htm@*
 cp -R "$OUT"/. "$DEST"/
 
 echo "vendored into $DEST:" >&2

@@ -47,13 +47,18 @@
 
   var fetcher = window.GraphiQL.createFetcher({ url: ENDPOINT });
 
+  var props = {
+    fetcher: fetcher,
+    defaultQuery: DEFAULT_QUERY,
+    plugins: plugins,
+    defaultEditorToolsVisibility: true,
+  };
+  // The dashboard links a cause's drill-in query here as ?query=...
+  var linked = new URLSearchParams(window.location.search).get("query");
+  if (linked) {
+    props.query = linked;
+  }
+
   var root = window.ReactDOM.createRoot(document.getElementById("graphiql"));
-  root.render(
-    window.React.createElement(window.GraphiQL, {
-      fetcher: fetcher,
-      defaultQuery: DEFAULT_QUERY,
-      plugins: plugins,
-      defaultEditorToolsVisibility: true,
-    })
-  );
+  root.render(window.React.createElement(window.GraphiQL, props));
 })();

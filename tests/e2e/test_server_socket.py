@@ -53,3 +53,5 @@ def test_demo_serves_live_simulated_data_over_a_socket() -> None:
         out, _ = proc.communicate(timeout=15)
     # the printed URL maps the wildcard listen address to loopback
     assert f"http://127.0.0.1:{port}/api/v1/inspect/graphiql" in out
+    # the dashboard comes first
+    assert out.splitlines()[0].endswith(f"http://127.0.0.1:{port}/api/v1/inspect/ui/")

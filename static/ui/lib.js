@@ -1,0 +1,240 @@
+// Shared by every page: the view library, the GraphQL client with live refresh, the
+// hash router and the formatters. No build step: browsers load these modules as they are.
+export {
+  html,
+  render,
+  useState,
+  useEffect,
+  useMemo,
+  useRef,
+  useCallback,
+} from "../static/vendor/htm@3.1.1/preact/standalone.module.js";
+import {
+  html,
+  useEffect,
+  useRef,
+  useState,
+} from "../static/vendor/htm@3.1.1/preact/standalone.module.js";
+
+export const ENDPOINT = "/api/v1/inspect/graphql";
+export const GRAPHIQL = "/api/v1/inspect/graphiql";
+export const REFRESH_MS = 5000;
+
+// ---- GraphQL: each page's one document lives in queries/<name>.graphql ----------------
+
+const documents = new Map();
+
+async function documentText(name) {
+  if (!documents.has(name)) {
+    const loading = fetch(`./queries/${name}.graphql`).then((r) => {
+      if (!r.ok) throw new Error(`query document ${name}: HTTP ${r.status}`);
+      return r.text();
+    });
+    documents.set(name, loading);
+    loading.catch(() => documents.delete(name));
+  }
+  return documents.get(name);
+}
+
+export async function runQuery(name, variables) {
+  const query = await documentText(name);
+  const response = await fetch(ENDPOINT, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ query, variables, operationName: null }),
+  });
+  let body;
+  try {
+    body = await response.json();
+  } catch {
+    throw new Error(`HTTP ${response.status} ${response.statusText}`);
+  }
+  return { data: body.data ?? null, errors: body.errors ?? [] };
+}
+
+// The live state every page shares: paused or not, and when the page last got an answer.
+export const live = {
+  paused: false,
+  listeners: new Set(),
+  updatedAt: null,
+  set(patch) {
+    Object.assign(this, patch);
+    for (const fn of this.listeners) fn();
+  },
+};
+
+export function useLive() {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    const fn = () => setTick((n) => n + 1);
+    live.listeners.add(fn);
+    return () => live.listeners.delete(fn);
+  }, []);
+  return live;
+}
+
+// Runs a page's document now and again every REFRESH_MS while the tab is visible and the
+// refresh is not paused. A failed refresh keeps the last answer (marked stale).
+export function useQuery(name, variables) {
+  const key = JSON.stringify(variables ?? {});
+  const [state, setState] = useState({ loading: true, data: null, errors: [], failure: null });
+  const seq = useRef(0);
+
+  useEffect(() => {
+    let stopped = false;
+    setState({ loading: true, data: null, errors: [], failure: null });
+    const load = async () => {
+      const mine = ++seq.current;
+      try {
+        const answer = await runQuery(name, JSON.parse(key));
+        if (stopped || mine !== seq.current) return;
+        setState({ loading: false, data: answer.data, errors: answer.errors, failure: null });
+        live.set({ updatedAt: Date.now() });
+      } catch (err) {
+        if (stopped || mine !== seq.current) return;
+        setState((s) => ({ ...s, loading: false, failure: String(err.message || err) }));
+      }
+    };
+    load();
+    const timer = setInterval(() => {
+      if (!live.paused && document.visibilityState === "visible") load();
+    }, REFRESH_MS);
+    const onVisible = () => {
+      if (!live.paused && document.visibilityState === "visible") load();
+    };
+    document.addEventListener("visibilitychange", onVisible);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", onVisible);
+    };
+  }, [name, key]);
+  return state;
+}
+
+// ---- Errors: a field null with a coded error names the part that is missing -----------
+
+const BACKEND_NAMES = {
+  redis: "Redis (OpenRL state)",
+  kubernetes: "Kubernetes",
+  prometheus: "Prometheus",
+  cloud_logging: "Cloud Logging",
+  logs: "Logs",
+};
+
+export function groupErrors(errors) {
+  const groups = new Map();
+  for (const e of errors || []) {
+    const ext = e.extensions || {};
+    const key = ext.backend || ext.code || "error";
+    const g = groups.get(key) || {
+      key,
+      backend: ext.backend || null,
+      codes: new Set(),
+      paths: new Set(),
+      message: e.message,
+    };
+    if (ext.code) g.codes.add(ext.code);
+    if (e.path) g.paths.add(e.path.filter((p) => typeof p === "string").join("."));
+    groups.set(key, g);
+  }
+  return [...groups.values()];
+}
+
+export function backendName(key) {
+  return BACKEND_NAMES[key] || key;
+}
+
+// Errors under one path prefix (e.g. "model.logs"): the part of the page they spoil.
+export function errorsAt(errors, prefix) {
+  return (errors || []).filter((e) => (e.path || []).join(".").startsWith(prefix));
+}
+
+// ---- Routing: the hash holds page, ids and filters (deep links, the back button) ------
+
+export function parseRoute(hash) {
+  const raw = (hash || "").replace(/^#\/?/, "");
+  const [path, query = ""] = raw.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const params = Object.fromEntries(new URLSearchParams(query));
+  const page = parts[0] || "overview";
+  return { page, id: parts[1] || null, params };
+}
+
+export function href(page, id, params) {
+  let out = `#/${page}`;
+  if (id) out += `/${encodeURIComponent(id)}`;
+  const kept = Object.entries(params || {}).filter(([, v]) => v !== "" && v != null);
+  if (kept.length) out += `?${new URLSearchParams(kept)}`;
+  return out;
+}
+
+// A filter change is a new history entry (so Back undoes it); typing replaces the entry.
+export function navigate(page, id, params, replace = false) {
+  const target = href(page, id, params);
+  if (replace) {
+    history.replaceState(null, "", target);
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  } else {
+    location.hash = target;
+  }
+}
+
+// ---- Formatting ---------------------------------------------------------------------
+
+export function secondsSince(iso) {
+  if (!iso) return null;
+  return (Date.now() - Date.parse(iso)) / 1000;
+}
+
+export function dur(s) {
+  if (s == null || !isFinite(s)) return "—";
+  const a = Math.abs(s);
+  if (a < 1) return `${(s * 1000).toFixed(0)} ms`;
+  if (a < 60) return `${s.toFixed(a < 10 ? 1 : 0)} s`;
+  if (a < 3600) return `${Math.floor(a / 60)}m ${Math.round(a % 60)}s`;
+  if (a < 86400) return `${Math.floor(a / 3600)}h ${Math.round((a % 3600) / 60)}m`;
+  return `${Math.floor(a / 86400)}d ${Math.round((a % 86400) / 3600)}h`;
+}
+
+export function ago(iso) {
+  const s = secondsSince(iso);
+  return s == null ? "—" : `${dur(s)} ago`;
+}
+
+export function num(x, digits = 1) {
+  return x == null || !isFinite(x) ? "—" : Number(x).toFixed(digits);
+}
+
+export function pct(x) {
+  return x == null || !isFinite(x) ? "—" : `${Math.round(x * 100)}%`;
+}
+
+export function time(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+// Verdicts, most serious first (the schema's order).
+export const VERDICTS = [
+  "FAILED",
+  "LOST_OPS",
+  "STUCK",
+  "STALLED",
+  "WAITING",
+  "IDLE",
+  "SLOW",
+  "PROGRESSING",
+  "ENDED",
+];
+export const STATES = ["WAITING", "PLACED", "ACTIVE", "FAILED", "ENDED"];
+
+export function Verdict({ v }) {
+  if (!v) return html`<span class="badge">—</span>`;
+  return html`<span class=${`badge v-${v}`} data-verdict=${v}>${v.replace("_", " ")}</span>`;
+}
+
+export function Health({ h }) {
+  return html`<span class=${`badge h-${h}`}>${h}</span>`;
+}
