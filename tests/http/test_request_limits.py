@@ -98,7 +98,8 @@ async def test_a_fragment_bomb_is_refused_in_linear_time(store: CountingStore) -
     async with app_client(store) as client:
         body = await gql(client, "{ ...F0 } " + " ".join(frags))
     assert time.perf_counter() - started < 5
-    assert body["data"] == {"x": {"totalCount": 4}} or _code(body) == "QUERY_TOO_COSTLY"
+    totals = body["data"] and body["data"]["x"]["totalCount"]
+    assert (isinstance(totals, int) and totals > 0) or _code(body) == "QUERY_TOO_COSTLY"
 
 
 async def test_the_deadline_cancels_the_work_with_a_coded_error(store: CountingStore) -> None:
