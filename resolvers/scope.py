@@ -7,7 +7,8 @@ cursor or count can go around them:
 
 - an id out of scope answers NOT_FOUND exactly as an unknown id (no oracle);
 - root lists are scanned and filtered (``scoped``): a viewer's ``totalCount`` counts
-  what it may see in the scanned range, never the whole index;
+  what it may see in the scanned range, never the whole index, and its cursors are
+  sealed (a scan can stop on another owner's entry);
 - a record that cannot be read (``BadRecord``) is hidden from a viewer: whose it is
   cannot be known.
 """
@@ -15,11 +16,14 @@ cursor or count can go around them:
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from openrl_inspect.context import Context
-from openrl_inspect.errors import BadRecord, InspectorError
+from openrl_inspect.errors import BadRecord, InspectorError, InvalidInput
 from openrl_inspect.resolvers.paging import Paged, page_size, paged
 from openrl_inspect.state.paging import ListRef, Position
 from openrl_inspect.state.records import ModelRecord, SessionRecord
@@ -108,7 +112,8 @@ async def scoped(
         return await paged(ctx, ref, first, after, load)
     size = page_size(ctx, first)
     kept: list[tuple[str, R | BadRecord]] = []
-    cursor, scanned, exhausted = after, after, False
+    start = None if after is None else unseal(after)
+    cursor, scanned, exhausted = start, start, False
     for _ in range(MAX_SCAN_PAGES):
         page = await paged(ctx, ref, ctx.limits.max_page_size, cursor, load)
         flags = await keep([rec for _, rec in page.items])
@@ -120,7 +125,44 @@ async def scoped(
             exhausted = True
             break
         cursor = page.end_cursor
-    items = kept[:size]
+    items = [(seal(at), rec) for at, rec in kept[:size]]
     if len(kept) > len(items) and items:
         return Paged(items, len(kept), True, after is not None, items[-1][0])
-    return Paged(items, len(kept), not exhausted, after is not None, scanned)
+    end = None if scanned is None else seal(scanned)
+    return Paged(items, len(kept), not exhausted, after is not None, end)
+
+
+# A viewer's cursors are sealed (AES-GCM): a scan may stop on another owner's entry,
+# and a plain cursor (base64 JSON of score and member) would name it. Replicas share
+# OPENRL_INSPECT_CURSOR_KEY so that a cursor outlives the replica that made it.
+_SEALED = "s."
+_cipher: list[Any] = []
+
+
+def _aead() -> Any:
+    if not _cipher:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        secret = os.environ.get("OPENRL_INSPECT_CURSOR_KEY")
+        key = hashlib.sha256(secret.encode()).digest() if secret else os.urandom(32)
+        _cipher.append(AESGCM(key))
+    return _cipher[0]
+
+
+def seal(cursor: str) -> str:
+    nonce = os.urandom(12)
+    box = _aead().encrypt(nonce, cursor.encode(), _SEALED.encode())
+    return _SEALED + base64.urlsafe_b64encode(nonce + box).decode().rstrip("=")
+
+
+def unseal(cursor: str) -> str:
+    from cryptography.exceptions import InvalidTag
+
+    refused = InvalidInput("this cursor is not valid here: start again without `after`")
+    if not cursor.startswith(_SEALED) or len(cursor) > 4096:
+        raise refused
+    try:
+        raw = base64.urlsafe_b64decode(cursor[len(_SEALED) :] + "=" * (-len(cursor) % 4))
+        return str(_aead().decrypt(raw[:12], raw[12:], _SEALED.encode()).decode())
+    except (ValueError, InvalidTag, UnicodeDecodeError):
+        raise refused from None

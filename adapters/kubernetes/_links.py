@@ -6,7 +6,8 @@ pods name it by owner reference and ``batch.kubernetes.io/controller-uid``, and 
 JobSet's Jobs and pods carry ``jobset.sigs.k8s.io/jobset-uid``. So a model's objects are
 the ones labelled with it plus everything that shares a job UID with them: its jobs
 (labelled), their child Jobs, its labelled pods' jobs, and the jobs of Workloads whose
-pod template carries the label. Every step is an index lookup, never a scan.
+pod template carries the label. Every step is an index lookup, never a scan, and never
+leaves a namespace.
 
 An object labelled with another model is never pulled in by ownership: labels, where
 present, win.
@@ -41,6 +42,17 @@ from openrl_inspect.adapters.kubernetes._store import (
 )
 
 Linked = TypeVar("Linked", PodRecord, WorkloadRecord)
+# A job by (namespace, UID): owner references and the controllers' labels only ever
+# name an object of the same namespace (Kubernetes ignores cross-namespace owners, and
+# labels are set by anyone), so a link never leaves its namespace.
+Link = tuple[str, str]
+# Owner levels followed from an object to a labelled job: a Job, its JobSet, and one
+# more for wrappers; owner labels can form cycles, so the walk is bounded.
+MAX_OWNER_DEPTH = 4
+
+
+def job_links(namespace: str, uids: Iterable[str]) -> list[Link]:
+    return [(namespace, u) for u in uids if u]
 
 
 @dataclass
@@ -59,19 +71,23 @@ class LinkedStores:
 
     # --- model -> objects ---------------------------------------------------------------
 
-    def model_job_uids(self, mid: str) -> set[str]:
-        """UIDs of every job that is the model's, however it is known."""
-        uids: set[str] = set()
+    def model_job_uids(self, mid: str) -> set[Link]:
+        """Every job that is the model's, however it is known, as (namespace, uid)."""
+        links: set[Link] = set()
         for store in (self.jobs, self.jobsets):
-            uids.update(j.uid for j in _records(store, store.keys_for("model", mid)) if j.uid)
+            links.update(
+                (j.namespace, j.uid) for j in _records(store, store.keys_for("model", mid)) if j.uid
+            )
         for pod in _records(self.pods, self.pods.keys_for("model", mid)):
-            uids.update(pod.job_uids)
+            # The pod itself too: Kueue's plain-pod integration makes it the owner.
+            links.update(job_links(pod.namespace, (*pod.job_uids, pod.uid)))
         for w in _records(self.workloads, self.workloads.keys_for("model", mid)):
-            uids.update(w.job_uids)
+            links.update(job_links(w.namespace, w.job_uids))
         # A JobSet's child Jobs name it as their owner: their pods may carry only theirs.
-        for uid in list(uids):
-            uids.update(j.uid for j in _records(self.jobs, self.jobs.keys_for("owner", uid)))
-        return uids
+        for link in list(links):
+            children = _records(self.jobs, self.jobs.keys_for("owner", link))
+            links.update((j.namespace, j.uid) for j in children)
+        return links
 
     def model_pod_keys(self, mid: str) -> set[ObjectKey]:
         return self._model_keys(self.pods, mid)
@@ -81,8 +97,8 @@ class LinkedStores:
 
     def _model_keys(self, store: Store[Linked], mid: str) -> set[ObjectKey]:
         keys = set(store.keys_for("model", mid))
-        for uid in self.model_job_uids(mid):
-            for key in store.keys_for("job", uid):
+        for link in self.model_job_uids(mid):
+            for key in store.keys_for("job", link):
                 record = store.get(key)
                 # Unlabelled: the model its own jobs name, if any, decides.
                 if record is None or record.model_id is not None:
@@ -93,26 +109,36 @@ class LinkedStores:
 
     # --- object -> model ----------------------------------------------------------------
 
-    def job_model(self, uids: Iterable[str]) -> str | None:
-        """The model of the first job (or its owning JobSet) that has one."""
-        for uid in uids:
-            for store in (self.jobs, self.jobsets):
-                for job in _records(store, store.keys_for("uid", uid)):
-                    if job.model_id:
-                        return job.model_id
-                    owner = self.job_model(u for u in job.owner_uids if u != uid)
-                    if owner:
-                        return owner
+    def job_model(self, namespace: str, uids: Iterable[str]) -> str | None:
+        """The model of the first of these jobs (or of the jobs owning them, up to
+        ``MAX_OWNER_DEPTH`` levels) that has one. A breadth-first walk with a visited
+        set: owner labels are set by anyone, and may name each other in a cycle."""
+        frontier = [(namespace, u) for u in uids if u]
+        seen: set[Link] = set()
+        for _ in range(MAX_OWNER_DEPTH):
+            owners: list[Link] = []
+            for link in frontier:
+                if link in seen:
+                    continue
+                seen.add(link)
+                for store in (self.jobs, self.jobsets):
+                    for job in _records(store, store.keys_for("uid", link)):
+                        if job.model_id:
+                            return job.model_id
+                        owners += job_links(job.namespace, job.owner_uids)
+            if not owners:
+                return None
+            frontier = owners
         return None
 
     def workload_model(self, w: WorkloadRecord) -> str | None:
         if w.model_id:
             return w.model_id
-        found = self.job_model(w.job_uids)
+        found = self.job_model(w.namespace, w.job_uids)
         if found:
             return found
-        for uid in w.job_uids:
-            for pod in _records(self.pods, self.pods.keys_for("job", uid)):
+        for link in job_links(w.namespace, w.job_uids):
+            for pod in _records(self.pods, self.pods.keys_for("job", link)):
                 if pod.model_id:
                     return pod.model_id
         return None
@@ -120,11 +146,11 @@ class LinkedStores:
     def pod_model(self, pod: PodRecord) -> str | None:
         if pod.model_id:
             return pod.model_id
-        found = self.job_model(pod.job_uids)
+        found = self.job_model(pod.namespace, pod.job_uids)
         if found:
             return found
-        for uid in pod.job_uids:
-            for w in _records(self.workloads, self.workloads.keys_for("job", uid)):
+        for link in job_links(pod.namespace, (*pod.job_uids, pod.uid)):
+            for w in _records(self.workloads, self.workloads.keys_for("job", link)):
                 if w.model_id:
                     return w.model_id
         return None
@@ -142,13 +168,15 @@ class LinkedStores:
     # --- workload -> pods ---------------------------------------------------------------
 
     def workload_pod_keys(self, w: WorkloadRecord) -> set[ObjectKey]:
-        """The pods of the job a Workload queues (a JobSet's through its Jobs too)."""
-        uids = set(w.job_uids)
-        for uid in w.job_uids:
-            uids.update(j.uid for j in _records(self.jobs, self.jobs.keys_for("owner", uid)))
+        """The pods of the job a Workload queues (a JobSet's through its Jobs too; for
+        Kueue's plain-pod integration, the pod that owns it)."""
+        links = set(job_links(w.namespace, w.job_uids))
+        for link in list(links):
+            children = _records(self.jobs, self.jobs.keys_for("owner", link))
+            links.update((j.namespace, j.uid) for j in children)
         keys: set[ObjectKey] = set()
-        for uid in uids:
-            keys.update(k for k in self.pods.keys_for("job", uid) if k.namespace == w.namespace)
+        for link in links:
+            keys.update(self.pods.keys_for("job", link))
         return keys
 
 

@@ -133,7 +133,9 @@ def pod_store() -> Store[PodRecord]:
         {
             "model": lambda p: _one(p.model_id),
             "node": lambda p: _one(p.node_name),
-            "job": lambda p: p.job_uids,
+            # Its jobs, and itself: Kueue's plain-pod integration makes the pod the
+            # Workload's owner.
+            "job": lambda p: [(p.namespace, u) for u in (*p.job_uids, p.uid) if u],
         }
     )
 
@@ -143,7 +145,12 @@ def node_store() -> Store[NodeRecord]:
 
 
 def workload_store() -> Store[WorkloadRecord]:
-    return Store[WorkloadRecord]({"model": lambda w: _one(w.model_id), "job": lambda w: w.job_uids})
+    return Store[WorkloadRecord](
+        {
+            "model": lambda w: _one(w.model_id),
+            "job": lambda w: [(w.namespace, u) for u in w.job_uids if u],
+        }
+    )
 
 
 def job_store() -> Store[JobRecord]:
@@ -151,8 +158,8 @@ def job_store() -> Store[JobRecord]:
     return Store[JobRecord](
         {
             "model": lambda j: _one(j.model_id),
-            "uid": lambda j: _one(j.uid),
-            "owner": lambda j: j.owner_uids,
+            "uid": lambda j: [(j.namespace, j.uid)] if j.uid else [],
+            "owner": lambda j: [(j.namespace, u) for u in j.owner_uids if u],
         }
     )
 

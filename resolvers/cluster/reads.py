@@ -294,7 +294,7 @@ async def workload_pods(
 ) -> LivePage[PodRecord]:
     """The pods of the Workload's job, by ownership: one bounded page."""
     listing = await ctx.kube.pods_for_workloads.load((rec.key, page_size(ctx, first)))
-    return _page("pod", listing, _key_parts, None)
+    return _page("pod", await _visible(ctx, listing), _key_parts, None)
 
 
 async def node_of(ctx: Context, name: str | None) -> NodeRecord | None:

@@ -16,6 +16,7 @@ from openrl_inspect.context import Context
 from openrl_inspect.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
 from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
+from openrl_inspect.resolvers.diagnosis.text import clip
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import evidence as E
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
@@ -24,6 +25,11 @@ from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
 OPEN_OPS_JUDGED = 100
 # The newest placements the diagnosis sees.
 PLACEMENTS_JUDGED = 20
+# What a summary quotes of stored text, so that it stays within its token budget
+# whatever was stored (an op's error can be a 64 KiB traceback).
+ERROR_CHARS = 300
+ID_CHARS = 80
+MAX_KINDS = 12
 
 
 @dataclass(frozen=True)
@@ -85,11 +91,13 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def kind_stats(ops: Sequence[OpRecord]) -> list[KindStats]:
+    """Per op kind, the most frequent ``MAX_KINDS`` (a stored kind is any text)."""
     by_kind: dict[str, list[OpRecord]] = defaultdict(list)
     for op in ops:
-        by_kind[op.kind].append(op)
+        by_kind[clip(op.kind, ID_CHARS)].append(op)
+    common = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))[:MAX_KINDS]
     out = []
-    for kind, items in sorted(by_kind.items()):
+    for kind, items in sorted(common):
         durations = _spans((o.started_at, o.finished_at) for o in items)
         waits = _spans(
             (o.enqueued_at if o.enqueued_at is not None else o.accepted_at, o.started_at)
@@ -130,7 +138,13 @@ def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
     last = max(failed, key=lambda o: o.finished_at or 0.0, default=None)
     if last is None:
         return None
-    return LastError(last.id, last.kind, last.step, last.error or "", last.finished_at)
+    return LastError(
+        last.id,
+        clip(last.kind, ID_CHARS),
+        last.step,
+        clip(last.error or "", ERROR_CHARS),
+        last.finished_at,
+    )
 
 
 async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:

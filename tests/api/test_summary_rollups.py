@@ -226,3 +226,28 @@ async def test_backend_calls_do_not_grow_with_the_models() -> None:
     n200, trips200, kube200 = await _calls(200)
     assert n200 - n10 == 190
     assert (trips10, kube10) == (trips200, kube200)
+
+
+async def test_a_huge_stored_error_keeps_the_summary_in_budget() -> None:
+    """An op's error can be a 64 KiB traceback, its kind any text: the summary quotes
+    a bounded part of each."""
+    server = fakeredis.FakeServer()
+    client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    rec = AsyncRecorder(
+        client, batch_size=1 << 30, settings=RecorderSettings(publish_counters=False)
+    )
+    now = time.time()
+    rec.session_opened("s-1", "alice", {}, at=now - 100)
+    rec.model_created("m-1", "s-1", "Qwen/Qwen3-8B", {}, {}, at=now - 100)
+    for i in range(14):
+        kind = "forward_backward" if i % 2 else f"kind-{i}-" + "x" * 5000
+        rec.op_accepted("m-1", f"op-{i}", kind, 1, "s-1", at=now - 50 + i)
+        rec.op_finished(
+            "m-1", f"op-{i}", status="failed", error="Traceback\n" * 6000, at=now - 49 + i
+        )
+    await rec.flush()
+    fields = full_selection("ModelSummary")
+    async with app_client(RedisStateStore.in_memory(server)) as http:
+        body = await gql(http, '{ model(id: "m-1") { summary { ' + fields + " } } }")
+    summary = body["data"]["model"]["summary"]
+    assert summary["failedOps"] == 14 and tokens(summary) <= 1500, tokens(summary)

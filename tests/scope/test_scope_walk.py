@@ -9,6 +9,7 @@ client hosts. Lookups out of scope answer exactly as unknown ids.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import AsyncIterator
@@ -215,3 +216,27 @@ async def test_over_http_a_viewer_token_is_scoped_and_no_token_is_401(
 @asynccontextmanager
 async def _given(backends: Backends) -> AsyncIterator[Backends]:
     yield backends
+
+
+async def test_a_viewers_cursors_are_sealed_and_page_on(world: World) -> None:
+    markers = set().union(*world.theirs.values())
+    seen: list[str] = []
+    after = ""
+    for _ in range(len(world.mine["sessions"]) + 2):
+        query = (
+            "{ sessions(first: 1" + after + ") { nodes { id } "
+            "edges { cursor } pageInfo { endCursor hasNextPage } } }"
+        )
+        page = (await run(world, viewer(), query))["data"]["sessions"]
+        seen += [n["id"] for n in page["nodes"]]
+        cursors = [e["cursor"] for e in page["edges"]] + [page["pageInfo"]["endCursor"]]
+        for cursor in filter(None, cursors):
+            padded = cursor[2:] + "=" * (-len(cursor[2:]) % 4)
+            assert cursor.startswith("s.")
+            assert not leaks(base64.urlsafe_b64decode(padded).decode("latin-1"), markers)
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = f', after: "{page["pageInfo"]["endCursor"]}"'
+    assert sorted(seen) == sorted(world.mine["sessions"])
+    forged = await run(world, viewer(), '{ sessions(after: "WyJzZXNzaW9ucyJd") { nodes { id } } }')
+    assert forged["errors"][0]["extensions"]["code"] == "BAD_INPUT"

@@ -98,3 +98,51 @@ async def test_a_label_wins_over_ownership() -> None:
     assert [p.name for p in pods_c.items] == [owned.POD_C]
     (pods_z,) = await source.pods_by_model(["lora-z"])
     assert [p.name for p in pods_z.items] == ["stray"]
+
+
+async def test_owner_labels_naming_each_other_do_not_loop() -> None:
+    """Labels are set by anyone: two Jobs naming each other as owners end the walk."""
+    source = twin()
+    for name, other in (("a", "b"), ("b", "a")):
+        job = owned.job_d()
+        job["metadata"].update(name=f"loop-{name}", uid=f"uid-loop-{name}",
+                               labels={"jobset.sigs.k8s.io/jobset-uid": f"uid-loop-{other}"})  # fmt: skip
+        source.put(parse_job(job, "Job"))  # type: ignore[arg-type]
+    pod = owned.pod_c()
+    pod["metadata"].update(name="loop-pod", uid="uid-loop-pod",
+                           labels={"batch.kubernetes.io/controller-uid": "uid-loop-a"})  # fmt: skip
+    pod["metadata"]["ownerReferences"] = []
+    source.put(parse_pod(pod))  # type: ignore[arg-type]
+    (found,) = await source.get_pods([ObjectKey("openrl", "loop-pod")])
+    assert found is not None and found.model_id is None
+    (pods_c,) = await source.pods_by_model(["lora-c"])
+    assert [p.name for p in pods_c.items] == [owned.POD_C]
+
+
+async def test_links_never_leave_their_namespace() -> None:
+    """A pod elsewhere carrying the model's job UID label is not the model's."""
+    source = twin()
+    spoof = owned.pod_c()
+    spoof["metadata"].update(namespace="evil", name="spoof", uid="uid-spoof")
+    source.put(parse_pod(spoof))  # type: ignore[arg-type]
+    (pods_c,) = await source.pods_by_model(["lora-c"])
+    assert [p.key for p in pods_c.items] == [POD_C]
+    (found,) = await source.get_pods([ObjectKey("evil", "spoof")])
+    assert found is not None and found.model_id is None
+
+
+async def test_a_plain_pod_workload_links_to_its_pod() -> None:
+    """Kueue's pod integration: the Workload is owned by the pod itself."""
+    source = MemoryKubernetesSource()
+    pod = owned.pod_c()
+    pod["metadata"].update(name="solo", uid="uid-solo", labels={"openrl.ai/model-id": "lora-p"})
+    pod["metadata"]["ownerReferences"] = []
+    wl = owned.workload_d()
+    wl["metadata"].update(name="pod-solo-1a2b3", labels={"kueue.x-k8s.io/job-uid": "uid-solo"},
+                          ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "solo",
+                                            "uid": "uid-solo", "controller": True}])  # fmt: skip
+    source.put(parse_pod(pod), parse_workload(wl))  # type: ignore[arg-type]
+    (wls,) = await source.workloads_by_model(["lora-p"])
+    assert [w.name for w in wls.items] == ["pod-solo-1a2b3"] and wls.items[0].model_id == "lora-p"
+    (pods,) = await source.pods_for_workloads([ObjectKey("openrl", "pod-solo-1a2b3")])
+    assert [p.name for p in pods.items] == ["solo"]
