@@ -1,7 +1,8 @@
 """The Starlette application: routes, authentication, and backends opened once in the
 lifespan.
 
-Which paths need a principal: liveness (``/healthz``) and the static assets are open;
+Which paths need a principal: the static assets are open; liveness (``/healthz``)
+answers anyone what is answering, and only an operator where its backends are;
 readiness (``/readyz``) answers anyone whether the inspector is ready, and only a
 principal what each backend says (an operator all of it); the GraphiQL page is open
 when it is on at all (it is static; its queries carry the credential); every other
@@ -18,6 +19,7 @@ from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
 from openrl_inspect.health import HealthLog, HealthSettings, probe_all, watch
+from openrl_inspect.identity import Identity
 from openrl_inspect.principal import SCOPE_KEY, Principal
 from openrl_inspect.request_guard import HttpSettings, RequestGuard
 from openrl_inspect.schema.root import build_schema
@@ -37,7 +39,14 @@ BackendsFactory = Callable[[], AbstractAsyncContextManager[Backends]]
 
 
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"ok": True})
+    """Alive, and what is answering (``identity``): anyone gets the service, version,
+    instance, mode and the backends' names; an operator also where each backend is
+    (credentials removed). It never waits on a backend.
+    """
+    identity: Identity = request.app.state.identity
+    principal = request.scope.get(SCOPE_KEY)
+    operator = isinstance(principal, Principal) and principal.operator
+    return JSONResponse(identity.answer(endpoints=operator))
 
 
 async def readyz(request: Request) -> Response:
@@ -100,9 +109,10 @@ def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middle
             authenticator=authenticator,
             # The pages are static: their GraphQL requests carry the credential (behind
             # IAP the proxy adds it), so the assets themselves need none.
-            open_paths=("/", f"{PREFIX}/healthz", f"{PREFIX}/graphiql", f"{PREFIX}/ui"),
+            open_paths=("/", f"{PREFIX}/graphiql", f"{PREFIX}/ui"),
             open_prefixes=(f"{PREFIX}/static/", UI),
-            optional_paths=(f"{PREFIX}/readyz",),
+            # Answered without a credential; a principal's sees more.
+            optional_paths=(f"{PREFIX}/healthz", f"{PREFIX}/readyz"),
         ),
     ]
 
@@ -114,16 +124,19 @@ def create_app(
     health: HealthSettings | None = None,
     authenticator: Authenticator | None = None,
     graphiql_on: bool = True,
+    identity: Identity | None = None,
 ) -> Starlette:
     """An app whose lifespan opens the backends with ``open_backends`` and closes them.
 
     Without an ``authenticator`` every request is the anonymous operator (the demo,
     tests); ``serve`` passes the one its settings build (``auth.for_serve``).
+    ``identity`` is what ``/healthz`` says is answering (made here when not given).
     """
     limits = limits or Limits()
     http = http or HttpSettings()
     health = health or HealthSettings()
     authenticator = authenticator or Anonymous()
+    identity = identity or Identity("serve")
     graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
 
     @asynccontextmanager
@@ -146,7 +159,7 @@ def create_app(
                     await asyncio.wait([watcher], timeout=5.0)
                 await authenticator.aclose()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/", root),
             Route(f"{PREFIX}/graphql", graphql, methods=["GET", "POST"]),
@@ -160,3 +173,5 @@ def create_app(
         middleware=_middleware(http, authenticator),
         lifespan=lifespan,
     )
+    app.state.identity = identity
+    return app

@@ -21,6 +21,9 @@ from openrl_inspect import settings
 if TYPE_CHECKING:
     from openrl_inspect.backends import BackendSettings
     from openrl_inspect.context import Limits
+    from openrl_inspect.health import HealthSettings
+    from openrl_inspect.request_guard import HttpSettings
+    from starlette.applications import Starlette
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ def browsable_url(host: str, port: int) -> str:
 def _listen_flags(p: argparse.ArgumentParser) -> None:
     """Where to listen, and the request limits most often tuned from the command line."""
     p.add_argument("--host", help="listen address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="listen port (default 8080)")
+    # Checked in ``listen.parse_port``: a bad value is one line, not argparse's usage.
+    p.add_argument("--port", help="listen port, 1-65535 (default 8080)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--max-body-bytes", type=int, help="largest request body (default 1 MiB)")
     p.add_argument(
@@ -225,19 +229,13 @@ def _export_schema(args: argparse.Namespace, limits: Limits) -> int:
 def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> int:
     """``serve`` over the real backends, ``demo`` over the simulated ones."""
     # Imported here so that ``--help`` and a settings error answer at once.
-    from openrl_inspect import auth, jsonlog, server
-    from openrl_inspect.app import PREFIX, UI, create_app
-    from openrl_inspect.backends import real_backends
-    from openrl_inspect.demo import DemoSettings, demo_backends
+    from openrl_inspect import jsonlog, server
+    from openrl_inspect.app import UI
     from openrl_inspect.health import HealthSettings
+    from openrl_inspect.listen import PortUnusable, check_port, print_urls, report_taken
     from openrl_inspect.request_guard import HttpSettings
 
-    listen = settings.load(
-        ServerSettings,
-        "OPENRL_INSPECT_",
-        env,
-        {"host": args.host, "port": args.port, "log_level": args.log_level},
-    )
+    listen = _listen_settings(args, env)
     cors = tuple(args.cors_origin) if args.cors_origin else None
     http = settings.load(
         HttpSettings,
@@ -246,7 +244,59 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
         {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
     )
     health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
-    warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
+    app, warnings = _app(args, env, limits, listen, http, health)
+    url = browsable_url(listen.host, listen.port)
+    opening = args.command == "demo" and _opens_browser(args, env)
+    try:
+        taken = check_port(listen.host, listen.port, url)
+    except PortUnusable as exc:
+        print(f"openrl-inspect: {exc}", file=sys.stderr)
+        return 2
+    if taken is not None:
+        return report_taken(args.command, listen.port, url, taken.inspector, opening)
+    print_urls(args.command, url)
+    if opening:
+        from openrl_inspect.open_browser import open_when_listening
+
+        host = "127.0.0.1" if url.startswith("http://127.0.0.1:") else listen.host
+        open_when_listening(f"{url}{UI}", host, listen.port, lambda s: print(s, flush=True))
+    jsonlog.configure(listen.log_level)
+    for warning in warnings:
+        logging.getLogger("openrl_inspect.auth").warning(warning)
+    server.serve(app, listen.host, listen.port, listen.log_level, http)
+    return 0
+
+
+def _listen_settings(args: argparse.Namespace, env: Mapping[str, str]) -> ServerSettings:
+    """Where to listen; a port out of 1-65535, or not a number, is a ``SettingsError``."""
+    from openrl_inspect.listen import parse_port
+
+    port = None if args.port is None else parse_port(args.port, "--port")
+    listen = settings.load(
+        ServerSettings,
+        "OPENRL_INSPECT_",
+        env,
+        {"host": args.host, "port": port, "log_level": args.log_level},
+    )
+    if port is None:
+        parse_port(listen.port, "OPENRL_INSPECT_PORT")
+    return listen
+
+
+def _app(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    limits: Limits,
+    listen: ServerSettings,
+    http: HttpSettings,
+    health: HealthSettings,
+) -> tuple[Starlette, list[str]]:
+    """The app for ``serve`` or ``demo``, and the warnings to log once logging is on."""
+    from openrl_inspect import auth, identity
+    from openrl_inspect.app import create_app
+    from openrl_inspect.backends import real_backends
+    from openrl_inspect.demo import DemoSettings, demo_backends
+
     if args.command == "serve":
         config = backend_settings(args, env)
         warnings = auth.redis_secrets(config.redis, args.redis_url)
@@ -259,30 +309,18 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
             health,
             served.authenticator,
             served.graphiql,
+            identity.for_serve(config, env),
         )
-    else:
-        demo = settings.load(
-            DemoSettings,
-            "OPENRL_INSPECT_DEMO_",
-            env,
-            {"redis_url": args.redis_url, "seed": args.seed},
-        )
-        app = create_app(lambda: demo_backends(demo), limits, http, health)
-    url = browsable_url(listen.host, listen.port)
-    opening = args.command == "demo" and _opens_browser(args, env)
-    print(f"OpenRL Inspector ({args.command}) dashboard: {url}{UI}", flush=True)
-    print(f"GraphiQL: {url}{PREFIX}/graphiql", flush=True)
-    print(f"GraphQL endpoint: {url}{PREFIX}/graphql", flush=True)
-    if opening:
-        from openrl_inspect.open_browser import open_when_listening
-
-        host = "127.0.0.1" if url.startswith("http://127.0.0.1:") else listen.host
-        open_when_listening(f"{url}{UI}", host, listen.port, lambda s: print(s, flush=True))
-    jsonlog.configure(listen.log_level)
-    for warning in warnings:
-        logging.getLogger("openrl_inspect.auth").warning(warning)
-    server.serve(app, listen.host, listen.port, listen.log_level, http)
-    return 0
+        return app, warnings
+    warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
+    demo = settings.load(
+        DemoSettings,
+        "OPENRL_INSPECT_DEMO_",
+        env,
+        {"redis_url": args.redis_url, "seed": args.seed},
+    )
+    who = identity.for_demo(demo.redis_url)
+    return create_app(lambda: demo_backends(demo), limits, http, health, identity=who), warnings
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,11 @@ async def _drive(
 
 
 @asynccontextmanager
-async def demo_backends(demo: DemoSettings) -> AsyncIterator[Backends]:
-    """A simulated OpenRL cluster, written live into fakeredis (or ``demo.redis_url``)."""
+async def demo_backends(
+    demo: DemoSettings, world: SimConfig | None = None
+) -> AsyncIterator[Backends]:
+    """A simulated OpenRL cluster, written live into fakeredis (or ``demo.redis_url``);
+    ``world`` replaces the shape ``demo`` gives (the dashboard bench's large cluster)."""
     writer: Any
     if demo.redis_url:
         settings = RedisSettings(url=demo.redis_url)
@@ -100,7 +103,7 @@ async def demo_backends(demo: DemoSettings) -> AsyncIterator[Backends]:
         writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
         store = RedisStateStore.in_memory(server)
     rec = AsyncRecorder(writer, batch_size=1 << 30)
-    config = SimConfig(
+    config = world or SimConfig(
         seed=demo.seed,
         sessions=demo.sessions,
         models_per_session=demo.models_per_session,

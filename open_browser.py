@@ -78,3 +78,10 @@ def open_when_listening(
     thread = threading.Thread(target=run, name="open-browser", daemon=True)
     thread.start()
     return thread
+
+
+def open_now(url: str, say: Callable[[str], None]) -> None:
+    """Open ``url`` at once (it is already served, by another process)."""
+    browser = _usable_browser()
+    if browser is None or not browser.open(url):
+        say(f"Could not open a browser; open {url} yourself.")

@@ -5,6 +5,7 @@ import {
   live,
   parseRoute,
   render,
+  setToken,
   useEffect,
   useLive,
   useState,
@@ -44,6 +45,29 @@ function LiveControls() {
   </div>`;
 }
 
+// Shown when the API answered 401: a token for this tab (sent as a Bearer credential).
+function TokenForm() {
+  const state = useLive();
+  const [value, setValue] = useState("");
+  if (!state.needsToken) return null;
+  const submit = (e) => {
+    e.preventDefault();
+    if (value.trim()) setToken(value.trim());
+    setValue("");
+  };
+  return html`<form class="state token" data-token-form onSubmit=${submit} role="alert">
+    <p>
+      ${state.tokenRejected
+        ? "The token was not accepted. Enter another."
+        : "This inspector needs a bearer token."}
+      It is kept for this tab only.
+    </p>
+    <label>Token <input type="password" autocomplete="off" name="token" value=${value}
+      onInput=${(e) => setValue(e.target.value)} data-token-input /></label>
+    <button type="submit">Use token</button>
+  </form>`;
+}
+
 function Nav({ route }) {
   const link = (page, label) =>
     html`<a href=${`#/${page}`} aria-current=${route.page === page ? "page" : null}>${label}</a>`;
@@ -62,6 +86,7 @@ function App() {
   }, [route.page, route.id]);
   return html`<header class="top"><${Nav} route=${route} /><${LiveControls} /></header>
     <main id="main">
+      <${TokenForm} />
       ${Page
         ? html`<${Page} route=${route} key=${`${route.page}/${route.id || ""}`} />`
         : html`<div class="state failed" role="alert">Unknown page “${route.page}”. <a href="#/overview">Go to the overview.</a></div>`}

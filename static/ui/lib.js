@@ -36,13 +36,47 @@ async function documentText(name) {
   return documents.get(name);
 }
 
+// ---- A bearer token, when the API asks for one -----------------------------------------
+// Behind IAP the proxy adds the credential and the API never answers 401, so no form is
+// shown. Without a proxy the token is kept for this tab only (sessionStorage), never in
+// the URL or localStorage.
+
+const TOKEN_KEY = "openrl-inspect-token";
+
+function storedToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage refused (a sandboxed frame): ask again each time
+  }
+}
+
+export function setToken(token) {
+  try {
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // kept nowhere; the next 401 asks again
+  }
+  live.set({ needsToken: false, tokenVersion: live.tokenVersion + 1 });
+}
+
+export class NeedsToken extends Error {}
+
 export async function runQuery(name, variables) {
   const query = await documentText(name);
+  const token = storedToken();
+  const headers = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(ENDPOINT, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers,
     body: JSON.stringify({ query, variables, operationName: null }),
   });
+  if (response.status === 401) {
+    live.set({ needsToken: true, tokenRejected: Boolean(token) });
+    throw new NeedsToken("a token is needed");
+  }
   let body;
   try {
     body = await response.json();
@@ -55,6 +89,9 @@ export async function runQuery(name, variables) {
 // The live state every page shares: paused or not, and when the page last got an answer.
 export const live = {
   paused: false,
+  needsToken: false,
+  tokenRejected: false,
+  tokenVersion: 0,
   listeners: new Set(),
   updatedAt: null,
   set(patch) {
@@ -77,6 +114,7 @@ export function useLive() {
 // refresh is not paused. A failed refresh keeps the last answer (marked stale).
 export function useQuery(name, variables) {
   const key = JSON.stringify(variables ?? {});
+  const tokenVersion = useLive().tokenVersion;
   const [state, setState] = useState({ loading: true, data: null, errors: [], failure: null });
   const seq = useRef(0);
 
@@ -97,7 +135,7 @@ export function useQuery(name, variables) {
     };
     load();
     const timer = setInterval(() => {
-      if (!live.paused && document.visibilityState === "visible") load();
+      if (!live.paused && !live.needsToken && document.visibilityState === "visible") load();
     }, REFRESH_MS);
     const onVisible = () => {
       if (!live.paused && document.visibilityState === "visible") load();
@@ -108,7 +146,7 @@ export function useQuery(name, variables) {
       clearInterval(timer);
       document.removeEventListener("visibilitychange", onVisible);
     };
-  }, [name, key]);
+  }, [name, key, tokenVersion]);
   return state;
 }
 

@@ -214,10 +214,11 @@ async def test_graphiql_is_served_from_vendored_assets(world: Any) -> None:
 async def test_health_and_readiness(world: Any) -> None:
     store, _ = world
     async with app_client(store) as client:
-        assert (await client.get(f"{PREFIX}/healthz")).json() == {"ok": True}
+        live = (await client.get(f"{PREFIX}/healthz")).json()
         ready = (await client.get(f"{PREFIX}/readyz")).json()
     assert ready["ready"] is True
     assert ready["backends"][0]["name"] == "redis" and ready["backends"][0]["ok"] is True
+    assert live["ok"] is True and live["service"] == "openrl-inspect"
 
 
 async def test_cost_counts_variables_and_fragments(world: Any) -> None:

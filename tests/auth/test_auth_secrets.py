@@ -15,6 +15,7 @@ from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import TokenAuthenticator
 from openrl_inspect.backends import BackendSettings, real_backends
 from openrl_inspect.health import HealthSettings
+from openrl_inspect.identity import for_serve
 from redis.asyncio import Redis
 from support.auth_harness import log_text, new_token, token_line, write_lines
 from support.harness import GRAPHQL
@@ -35,9 +36,10 @@ async def client_for(redis: RedisSettings, tokens: Path) -> AsyncIterator[httpx.
     auth = TokenAuthenticator(str(tokens), interval_s=0)
     auth.start()
     config = BackendSettings(redis=redis)
-    app = create_app(
-        lambda: real_backends(config), None, None, HealthSettings(interval_s=0), auth, False
-    )
+    health = HealthSettings(interval_s=0)
+    # /healthz names the Redis it reads: from the same settings that hold the password.
+    who = for_serve(config, {})
+    app = create_app(lambda: real_backends(config), None, None, health, auth, False, who)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://i") as client,
@@ -79,6 +81,8 @@ async def test_no_secret_leaves_in_logs_or_answers(
     # something to search.
     assert "BACKEND_UNAVAILABLE" in answers and "UNAUTHENTICATED" in answers
     assert '"principal":"ops"' in logs and '"auth_failure":"unknown_token"' in logs
+    # /healthz told the operator which Redis it is (so the password was near at hand).
+    assert '"endpoint":"redis://127.0.0.1:' in answers.replace(" ", "")
     for secret in (PASSWORD, viewer, operator, wrong):
         assert secret not in answers
         assert secret not in logs

@@ -184,6 +184,7 @@ async def test_liveness_and_static_assets_are_open_readiness_says_less(
     path, viewer, operator = tokens
     async with auth_client(authenticator(path), graphiql_on=False) as client:
         live = await client.get(f"{PREFIX}/healthz")
+        live_bad = await client.get(f"{PREFIX}/healthz", headers=bearer(new_token()))
         asset = await client.get(f"{PREFIX}/static/graphiql-init.js")
         probe = await client.get(f"{PREFIX}/readyz")
         as_viewer = await client.get(f"{PREFIX}/readyz", headers=bearer(viewer))
@@ -191,7 +192,9 @@ async def test_liveness_and_static_assets_are_open_readiness_says_less(
         bad = await client.get(f"{PREFIX}/readyz", headers=bearer(new_token()))
         page = await client.get(f"{PREFIX}/graphiql")
         other = await client.get("/elsewhere")
-    assert live.json() == {"ok": True}
+    assert live.status_code == 200 and live.json()["ok"] is True
+    # Liveness answers without a credential; a wrong one is refused as anywhere else.
+    assert_401(live_bad)
     assert asset.status_code == 200
     assert probe.status_code == 200 and probe.json() == {"ready": True}
     assert as_viewer.json()["backends"][0] == {"name": "redis", "ok": True}

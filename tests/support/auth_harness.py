@@ -31,6 +31,7 @@ from openrl_inspect.app import create_app
 from openrl_inspect.auth import Authenticator, token_digest
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.health import HealthSettings
+from openrl_inspect.identity import Identity
 from openrl_inspect.jsonlog import JsonLines
 
 IAP_ISSUER = "https://cloud.google.com/iap"
@@ -112,6 +113,7 @@ async def auth_client(
     authenticator: Authenticator | None,
     graphiql_on: bool = True,
     limits: Limits | None = None,
+    identity: Identity | None = None,
     **others: Any,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app behind ``authenticator``, over an empty fakeredis and a raw-query-enabled
@@ -124,9 +126,8 @@ async def auth_client(
         raw = RawQuerySettings(raw_query=True)
         yield Backends(state=store, prometheus=source, raw_query=raw, **others)
 
-    app = create_app(
-        backends, limits, None, HealthSettings(interval_s=0), authenticator, graphiql_on
-    )
+    health = HealthSettings(interval_s=0)
+    app = create_app(backends, limits, None, health, authenticator, graphiql_on, identity)
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),

@@ -1,0 +1,84 @@
+"""Time to first render of the dashboard's data in headless Chromium, on a large world:
+the overview over 1,000 models and the cluster page over 1,000 nodes.
+
+Each round opens each page fresh (from about:blank) and waits for its first data row
+(``[data-model]`` on the overview, ``[data-gpu]`` on the cluster page); the pages
+alternate so neither always runs warm. Not a test: it prints figures for
+docs/benchmarks.md.
+
+    .venv/bin/python bench/bench_dashboard.py --rounds 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+from openrl_inspect.app import UI, create_app
+from openrl_inspect.demo import DemoSettings, demo_backends
+from openrl_inspect.health import HealthSettings
+from openrl_inspect.simulator import SimConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.browser import chromium_page
+from support.ports import free_port, wait_for_port
+
+PAGES = {"overview": "[data-model]", "cluster": "[data-gpu]"}
+
+
+def serve(world: SimConfig) -> tuple[str, uvicorn.Server, threading.Thread]:
+    # A slow tick: the bench measures the page, not the simulation's writes.
+    demo = DemoSettings(tick_s=30.0)
+    app = create_app(lambda: demo_backends(demo, world), health=HealthSettings(interval_s=0))
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for_port(port, timeout_s=600)
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    world = SimConfig(
+        sessions=50,
+        models_per_session=20,
+        steps_per_model=6,
+        nodes_per_pool=(("h100", 600), ("h200", 400)),
+    )
+    started = time.perf_counter()
+    base, server, thread = serve(world)
+    print(f"world up in {time.perf_counter() - started:.1f} s: 1,000 models, 1,000 nodes")
+    times: dict[str, list[float]] = {name: [] for name in PAGES}
+    with chromium_page() as page:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.set_default_timeout(120_000)
+        for _ in range(args.rounds):
+            for name, selector in PAGES.items():
+                page.goto("about:blank")
+                t0 = time.perf_counter()
+                page.goto(f"{base}{UI}#/{name}")
+                page.wait_for_selector(selector)
+                times[name].append(time.perf_counter() - t0)
+        counts = {n: len(page.query_selector_all(s)) for n, s in PAGES.items() if n == "cluster"}
+    server.should_exit = True
+    thread.join(30)
+    for name, seen in times.items():
+        ms = sorted(t * 1e3 for t in seen)
+        print(
+            f"{name}: median {statistics.median(ms):.0f} ms "
+            f"(min {ms[0]:.0f}, max {ms[-1]:.0f}, n={len(ms)})"
+        )
+    print(f"GPU cells on the cluster page: {counts.get('cluster')}")
+
+
+if __name__ == "__main__":
+    main()
