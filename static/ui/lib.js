@@ -12,7 +12,6 @@ export {
 import {
   html,
   useEffect,
-  useRef,
   useState,
 } from "../static/vendor/htm@3.1.1/preact/standalone.module.js";
 
@@ -110,40 +109,50 @@ export function useLive() {
   return live;
 }
 
-// Runs a page's document now and again every REFRESH_MS while the tab is visible and the
-// refresh is not paused. A failed refresh keeps the last answer (marked stale).
+// Runs a page's document now and again REFRESH_MS after each answer, while the tab is
+// visible and the refresh is not paused. One request at a time: on a fixed interval a
+// query slower than the interval was abandoned for the next one and never drawn, and the
+// piled-up requests slowed the server further. A failed refresh keeps the last answer
+// (marked stale).
 export function useQuery(name, variables) {
   const key = JSON.stringify(variables ?? {});
   const tokenVersion = useLive().tokenVersion;
   const [state, setState] = useState({ loading: true, data: null, errors: [], failure: null });
-  const seq = useRef(0);
 
   useEffect(() => {
     let stopped = false;
+    let running = false;
+    let timer = null;
     setState({ loading: true, data: null, errors: [], failure: null });
+    const wanted = () => !live.paused && !live.needsToken && document.visibilityState === "visible";
+    const schedule = () => {
+      clearTimeout(timer);
+      if (!stopped) timer = setTimeout(() => (wanted() ? load() : schedule()), REFRESH_MS);
+    };
     const load = async () => {
-      const mine = ++seq.current;
+      if (running || stopped) return;
+      running = true;
       try {
         const answer = await runQuery(name, JSON.parse(key));
-        if (stopped || mine !== seq.current) return;
+        if (stopped) return;
         setState({ loading: false, data: answer.data, errors: answer.errors, failure: null });
         live.set({ updatedAt: Date.now() });
       } catch (err) {
-        if (stopped || mine !== seq.current) return;
+        if (stopped) return;
         setState((s) => ({ ...s, loading: false, failure: String(err.message || err) }));
+      } finally {
+        running = false;
+        schedule();
       }
     };
     load();
-    const timer = setInterval(() => {
-      if (!live.paused && !live.needsToken && document.visibilityState === "visible") load();
-    }, REFRESH_MS);
     const onVisible = () => {
-      if (!live.paused && document.visibilityState === "visible") load();
+      if (wanted()) load();
     };
     document.addEventListener("visibilitychange", onVisible);
     return () => {
       stopped = true;
-      clearInterval(timer);
+      clearTimeout(timer);
       document.removeEventListener("visibilitychange", onVisible);
     };
   }, [name, key, tokenVersion]);

@@ -213,3 +213,38 @@ def test_an_unknown_model_says_so(ui: Browser) -> None:
         "NOT_FOUND" in ui.page.inner_text("[data-state=error]")
         or "not" in ui.page.inner_text("[data-state=error]").lower()
     )
+
+
+# Every GraphQL answer reaches the page 7 s late (longer than the 5 s refresh), and the
+# page counts how many of its GraphQL requests were ever in flight at once.
+SLOW_ANSWERS = """
+(() => {
+  const fetch0 = window.fetch.bind(window);
+  window.__inflight = 0;
+  window.__mostInflight = 0;
+  window.fetch = async (...args) => {
+    const graphql = String(args[0]).endsWith("/graphql");
+    if (!graphql) return fetch0(...args);
+    window.__mostInflight = Math.max(window.__mostInflight, ++window.__inflight);
+    try {
+      const answer = await fetch0(...args);
+      await new Promise((done) => setTimeout(done, 7000));
+      return answer;
+    } finally {
+      window.__inflight--;
+    }
+  };
+})();
+"""
+
+
+def test_an_answer_slower_than_the_refresh_is_drawn_and_not_piled_up(ui: Browser) -> None:
+    page = ui.page.context.browser.new_page()
+    try:
+        page.add_init_script(SLOW_ANSWERS)
+        page.goto(f"{ui.base}/api/v1/inspect/ui/#/overview")
+        page.wait_for_selector("[data-page=overview] [data-model]", timeout=20_000)
+        page.wait_for_timeout(6_000)  # past a refresh period with the next answer due
+        assert page.evaluate("window.__mostInflight") == 1
+    finally:
+        page.close()
