@@ -296,7 +296,9 @@ def _app(
     from openrl_inspect.app import create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
+    from openrl_inspect.telemetry import MetricsSettings
 
+    metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
     if args.command == "serve":
         config = backend_settings(args, env)
         warnings = auth.redis_secrets(config.redis, args.redis_url)
@@ -310,6 +312,7 @@ def _app(
             served.authenticator,
             served.graphiql,
             identity.for_serve(config, env),
+            metrics,
         )
         return app, warnings
     warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
@@ -320,7 +323,10 @@ def _app(
         {"redis_url": args.redis_url, "seed": args.seed},
     )
     who = identity.for_demo(demo.redis_url)
-    return create_app(lambda: demo_backends(demo), limits, http, health, identity=who), warnings
+    app = create_app(
+        lambda: demo_backends(demo), limits, http, health, identity=who, metrics_settings=metrics
+    )
+    return app, warnings
 
 
 @dataclass(frozen=True)

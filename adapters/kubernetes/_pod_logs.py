@@ -64,6 +64,7 @@ from openrl_inspect.adapters.logs import (
     validate_query,
 )
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendTimeout,
     InvalidInput,
@@ -255,7 +256,7 @@ class PodLogSource:
         what = "read pod log"
         async with self._gate:
             self.counts["get", "pods/log"] += 1
-            with translate(what):
+            with timed(BACKEND), translate(what):
                 response = await self._core.read_namespaced_pod_log_without_preload_content(
                     pod.name, pod.namespace, **params
                 )
