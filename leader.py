@@ -43,7 +43,7 @@ class ElectionSettings:
     """Env prefix ``OPENRL_INSPECT_LEADER_``; ``identity`` defaults to the host (pod) name."""
 
     lease_name: str = "openrl-inspect-tracker"
-    namespace: str = "openrl"
+    namespace: str = "openrl-inspect"
     identity: str = ""
     lease_duration_s: float = 15.0
     renew_deadline_s: float = 10.0

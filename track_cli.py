@@ -39,7 +39,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="run as one of several replicas: write only while holding a Lease",
     )
     track.add_argument("--lease-name", help="the Lease (default openrl-inspect-tracker)")
-    track.add_argument("--lease-namespace", help="the Lease's namespace (default openrl)")
+    track.add_argument("--lease-namespace", help="the Lease's namespace (default openrl-inspect)")
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -20,6 +20,7 @@ import logging
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from openrl_inspect.adapters.kubernetes import (
@@ -49,6 +50,9 @@ class TrackerSettings:
     # Seconds a term's recorder may spend flushing once the term ends (less than the
     # election's lease_duration_s - renew_deadline_s).
     close_timeout_s: float = 2.0
+    # Touched every interval_s once the watch cache has synced, leader or not: the
+    # kubelet's exec probes read its age (deploy/base/tracker/deployment.yaml).
+    heartbeat_file: str | None = None
 
 
 async def track_once(
@@ -106,11 +110,30 @@ async def main(
         async with open_kubernetes(kubernetes) as source:
             if not await source.wait_synced(settings.sync_timeout_s):
                 log.warning("Kubernetes cache not synced yet; tracking with partial views")
-            if election is None:
-                await run_term(source, client, settings, stop)
-                return
-            async with open_leases(kubernetes) as leases:
-                elector = LeaderElector(leases, election)
-                await elector.run(lambda lost: run_term(source, client, settings, lost), stop)
+            beating = asyncio.create_task(heartbeat(settings, stop))
+            try:
+                if election is None:
+                    await run_term(source, client, settings, stop)
+                    return
+                async with open_leases(kubernetes) as leases:
+                    elector = LeaderElector(leases, election)
+                    await elector.run(lambda lost: run_term(source, client, settings, lost), stop)
+            finally:
+                stop.set()
+                await beating
     finally:
         await client.aclose()
+
+
+async def heartbeat(settings: TrackerSettings, stop: asyncio.Event) -> None:
+    """Touch ``heartbeat_file`` every ``interval_s`` until ``stop``: the loop is alive."""
+    if not settings.heartbeat_file:
+        return
+    path = Path(settings.heartbeat_file)
+    while not stop.is_set():
+        try:
+            await asyncio.to_thread(path.touch)
+        except OSError as exc:  # a probe failing says so; the tracker itself goes on
+            log.warning("heartbeat file not written: %s", exc.strerror)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), settings.interval_s)

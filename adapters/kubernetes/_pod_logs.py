@@ -74,7 +74,7 @@ from openrl_inspect.errors import (
 __all__ = ["LOG_READS", "PodLogSource"]
 
 #: What this reader asks of the API server beyond the watch cache:
-#: (API group, resource, verbs). ``deploy/rbac.yaml`` must grant it.
+#: (API group, resource, verbs). ``deploy/base/inspector/rbac.yaml`` must grant it.
 LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("get",)),)
 
 # The API server "may return slightly more" than limitBytes: read at most this past it.
