@@ -202,3 +202,11 @@ async def test_the_tracker_records_placements_under_its_user(
         with pytest.raises(redis.exceptions.NoPermissionError):
             await client.execute_command(*command)  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
     await client.aclose()
+
+
+def test_the_documented_lines_are_the_tested_ones() -> None:
+    documented = (ROOT / "docs" / "deploy.md").read_text()
+    lines = [line for line in ACL_FILE.read_text().splitlines() if line.startswith("user ")]
+    assert len(lines) == 3
+    for line in lines:
+        assert line in documented, line
