@@ -11,19 +11,26 @@ from typing import Any
 import fakeredis
 import httpx
 import pytest
+from openrl_inspect import backend_calls
+from openrl_inspect.adapters.kubernetes import open_kubernetes
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import Authenticator, TokenAuthenticator
 from openrl_inspect.context import Backends, Limits
+from openrl_inspect.errors import BackendTimeout
 from openrl_inspect.health import HealthSettings
 from openrl_inspect.request_guard import HttpSettings
 from openrl_inspect.telemetry import MetricsSettings
 from prometheus_client.parser import text_string_to_metric_families
+from support import kube_objects as ko
 from support.auth_harness import new_token, token_line, write_lines
+from support.fake_kube import FakeKube, fake_kube
+from support.kube_harness import kube_settings
 from support.ports import free_port
 
 pytestmark = pytest.mark.anyio
+__all__ = ["fake_kube"]  # the fixture, used by name below
 
 METRICS = f"{PREFIX}/metrics"
 GRAPHQL = f"{PREFIX}/graphql"
@@ -199,3 +206,60 @@ def test_settings_refuse_unknown_access_and_bad_names() -> None:
         MetricsSettings(access="everyone")
     with pytest.raises(SettingsError):
         MetricsSettings(operations=("has space",))
+
+
+async def test_the_watch_caches_lists_count_as_kubernetes_calls(
+    fake_kube: FakeKube, tmp_path: Path
+) -> None:
+    """The cache's LISTs run in tasks the lifespan starts: they count in this app's
+    registry too, and its state shows per kind."""
+    fake_kube.put(*ko.cluster())
+    settings = kube_settings(fake_kube, tmp_path)
+
+    @asynccontextmanager
+    async def backends() -> AsyncIterator[Backends]:
+        async with open_kubernetes(settings) as source:
+            assert await source.wait_synced(10.0)
+            yield Backends(
+                state=RedisStateStore.in_memory(fakeredis.FakeServer()), kubernetes=source
+            )
+
+    app = create_app(backends, health=HealthSettings(interval_s=0))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://inspector") as client,
+    ):
+        samples, _ = await scrape(client)
+    lists = value(samples, "openrl_inspect_backend_calls_total", backend="kubernetes", outcome="ok")
+    assert lists >= fake_kube.counts["list", "pods"] >= 1
+    assert value(samples, "openrl_inspect_watch_cache_objects", kind="pods") == len(
+        [o for o in ko.cluster() if o["kind"] == "Pod"]
+    )
+
+
+def test_timed_reports_each_outcome() -> None:
+    seen: list[tuple[str, str]] = []
+
+    class Observer:
+        def backend_call(self, backend: str, outcome: str, seconds: float) -> None:
+            assert seconds >= 0
+            seen.append((backend, outcome))
+
+    token = backend_calls.observing(Observer())
+    try:
+        with backend_calls.timed("redis"):
+            pass
+        with pytest.raises(BackendTimeout), backend_calls.timed("prometheus"):
+            raise BackendTimeout("prometheus", "slow")
+        with pytest.raises(ValueError, match="unexpected"), backend_calls.timed("cloud_logging"):
+            raise ValueError("unexpected")
+    finally:
+        backend_calls.stop_observing(token)
+    with backend_calls.timed("redis"):  # nobody listens: nothing reported
+        pass
+    assert seen == [
+        ("redis", "ok"),
+        ("prometheus", "BACKEND_TIMEOUT"),
+        ("cloud_logging", "error"),
+    ]

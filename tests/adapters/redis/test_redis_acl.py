@@ -14,7 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 import redis.exceptions
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings, Retention
 from openrl_inspect.recorder.placements import PlacementTracker
 from openrl_inspect.simulator import SimConfig, Simulation
@@ -25,6 +25,7 @@ from support.redis_server import RedisServer, require_redis
 from support.tree import ROOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis_server]
+# (The cluster test below is marked redis_cluster too.)
 
 ACL_FILE = ROOT / "deploy" / "redis" / "users.acl"
 QUERIES = ROOT / "static" / "ui" / "queries"
@@ -210,3 +211,55 @@ def test_the_documented_lines_are_the_tested_ones() -> None:
     assert len(lines) == 3
     for line in lines:
         assert line in documented, line
+    assert " ".join(cluster_rules()) in documented
+
+
+def cluster_rules() -> list[str]:
+    [line] = [x for x in ACL_FILE.read_text().splitlines() if x.startswith("# cluster: ")]
+    return line.removeprefix("# cluster: ").split()
+
+
+@pytest.mark.redis_cluster
+async def test_the_users_on_a_redis_cluster(redis_cluster: Any) -> None:
+    """The same users, plus the file's cluster line, on every node of a 3-node cluster:
+    the recorder writes (scripts on each model's slot), the inspector reads."""
+    users = {name: [*rules, *cluster_rules()] for name, rules in acl_users().items()}
+    for node in redis_cluster.nodes:
+        admin = redis.Redis(port=node.port, socket_timeout=5)
+        _load(admin, users)
+        admin.close()
+    port = redis_cluster.nodes[0].port
+
+    def settings(user: str) -> RedisSettings:
+        return RedisSettings(
+            url=f"redis://{user}@127.0.0.1:{port}/0",
+            cluster=True,
+            password=f"pw-{user}",
+            timeout_s=5,
+        )
+
+    writer = connect(settings("openrl-recorder"))
+    rec = AsyncRecorder(
+        writer,
+        batch_size=1 << 30,
+        retention=Retention(max_steps_per_model=6, trim_every_steps=2),
+        settings=RecorderSettings(recorder_id="acl-cluster"),
+    )
+    sim = Simulation(SimConfig(seed=6, sessions=2, models_per_session=3, scenarios=False), rec)
+    sim.populate(time.time())
+    await rec.flush()
+    stats = rec.stats()
+    await rec.close(5.0)
+    await writer.aclose()
+    assert stats.written == stats.recorded > 0 and stats.last_error is None, stats
+
+    store = RedisStateStore.from_settings(settings("openrl-inspect"))
+    query = (QUERIES / "overview.graphql").read_text()
+    async with app_client(store) as client:
+        body = await gql(client, query)
+        ready = await client.get("/api/v1/inspect/readyz")
+    await store.aclose()
+    assert ready.status_code == 200, ready.text
+    codes = {e.get("extensions", {}).get("code") for e in body.get("errors", [])}
+    assert codes <= {"BACKEND_NOT_CONFIGURED"}, body.get("errors")
+    assert body["data"]["attention"]["scanned"] >= len(sim.models)
