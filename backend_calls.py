@@ -24,6 +24,9 @@ from typing import Protocol
 
 from openrl_inspect.errors import BackendError
 
+#: The outcomes that are not a ``BackendError`` code.
+OUTCOMES = ("ok", "cancelled", "error")
+
 
 class CallObserver(Protocol):
     def backend_call(self, backend: str, outcome: str, seconds: float) -> None: ...

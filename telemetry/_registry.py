@@ -152,7 +152,8 @@ class InspectorMetrics:
     # -- observers ---------------------------------------------------------------
 
     def backend_call(self, backend: str, outcome: str, seconds: float) -> None:
-        self.backend_calls.labels(backend, self._code(outcome, "ok")).inc()
+        label = outcome if outcome in backend_calls.OUTCOMES else self._code(outcome)
+        self.backend_calls.labels(backend, label).inc()
         self.backend_latency.labels(backend).observe(seconds)
 
     def request_done(
@@ -191,9 +192,7 @@ class InspectorMetrics:
             return "anonymous"
         return name if name in self.operations else "other"
 
-    def _code(self, code: str, keep: str = "") -> str:
-        if code == keep:
-            return code
+    def _code(self, code: str) -> str:
         if not _CODE.fullmatch(code):
             return "OTHER"
         if code not in self._codes and len(self._codes) >= _MAX_CODES:

@@ -263,3 +263,23 @@ def test_timed_reports_each_outcome() -> None:
         ("prometheus", "BACKEND_TIMEOUT"),
         ("cloud_logging", "error"),
     ]
+
+
+def test_backend_outcomes_keep_their_names_and_codes_stay_bounded() -> None:
+    from openrl_inspect.telemetry import InspectorMetrics
+
+    metrics = InspectorMetrics()
+    for outcome in ("ok", "cancelled", "error", "BACKEND_TIMEOUT", "not a code", "x" * 200):
+        metrics.backend_call("redis", outcome, 0.01)
+    for i in range(100):
+        metrics.backend_call("redis", f"CODE_{i}", 0.01)
+    samples = {
+        s.labels["outcome"]: s.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for s in family.samples
+        if s.name == "openrl_inspect_backend_calls_total"
+    }
+    assert {"ok", "cancelled", "error", "BACKEND_TIMEOUT"} <= set(samples)
+    # Past the cap of distinct codes, and anything not shaped like one: OTHER.
+    assert samples["OTHER"] == 2 + 100 - (64 - 1)
+    assert len(samples) <= 3 + 64 + 1
