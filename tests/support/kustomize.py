@@ -64,12 +64,16 @@ def render(directory: Path) -> list[Doc]:
             raise Unsupported(f"{directory}: labels {label}")
         for doc in docs:
             doc.setdefault("metadata", {}).setdefault("labels", {}).update(label["pairs"])
+    seen = [_identity(d) for d in docs]
+    if len(set(seen)) != len(seen):
+        # kustomize refuses two resources with one id, as would the API server.
+        raise Unsupported(f"{directory}: {sorted({i for i in seen if seen.count(i) > 1})}")
     return docs
 
 
-def _identity(doc: Doc) -> tuple[str, str, str | None]:
+def _identity(doc: Doc) -> tuple[str, str, str]:
     meta = doc.get("metadata", {})
-    return doc["kind"], meta["name"], meta.get("namespace")
+    return doc["kind"], meta["name"], meta.get("namespace") or ""
 
 
 def _apply(docs: list[Doc], patch: Doc) -> None:
