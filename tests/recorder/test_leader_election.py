@@ -248,3 +248,17 @@ async def _until(check: Callable[[], Awaitable[int]], tries: int = 500) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("never came true")
+
+
+async def test_a_lease_call_that_never_answers_is_a_failed_try() -> None:
+    class Hanging(MemoryLeases):
+        async def get(self, namespace: str, name: str) -> LeaseRecord | None:
+            await asyncio.Event().wait()  # an API server that accepted and went silent
+            return None
+
+    settings = ElectionSettings(
+        NAME, NS, "a", lease_duration_s=0.3, renew_deadline_s=0.2, retry_period_s=0.05
+    )
+    elector = LeaderElector(Hanging(), settings)
+    assert await elector._try() is False
+    assert not elector.leading
