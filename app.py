@@ -6,7 +6,8 @@ answers anyone what is answering, and only an operator where its backends are;
 readiness (``/readyz``) answers anyone whether the inspector is ready, and only a
 principal what each backend says (an operator all of it); the GraphiQL page is open
 when it is on at all (it is static; its queries carry the credential); every other
-path, ``/graphql`` first, needs a principal.
+path, ``/graphql`` first, needs a principal; ``/metrics`` an operator unless
+``MetricsSettings.access`` opens it to an in-cluster scraper.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ from openrl_inspect.identity import Identity
 from openrl_inspect.principal import SCOPE_KEY, Principal
 from openrl_inspect.request_guard import HttpSettings, RequestGuard
 from openrl_inspect.schema.root import build_schema
+from openrl_inspect.telemetry import (
+    InspectorMetrics,
+    MetricsSettings,
+    RequestMetrics,
+    metrics_endpoint,
+)
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -90,9 +97,13 @@ async def not_found(request: Request) -> Response:
     return JSONResponse(body, status_code=404)
 
 
-def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middleware]:
-    # Outermost first: CORS headers go on refusals too; the guard sees every request.
+def _middleware(
+    http: HttpSettings, authenticator: Authenticator, metrics: InspectorMetrics
+) -> list[Middleware]:
+    # Outermost first: every request is counted, refusals too; CORS headers go on
+    # refusals too; the guard sees every request.
     return [
+        Middleware(RequestMetrics, metrics=metrics, prefix=PREFIX),
         Middleware(
             CORSMiddleware,
             allow_origins=list(http.cors_origins),
@@ -109,7 +120,12 @@ def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middle
             authenticator=authenticator,
             # The pages are static: their GraphQL requests carry the credential (behind
             # IAP the proxy adds it), so the assets themselves need none.
-            open_paths=("/", f"{PREFIX}/graphiql", f"{PREFIX}/ui"),
+            open_paths=(
+                "/",
+                f"{PREFIX}/graphiql",
+                f"{PREFIX}/ui",
+                *([f"{PREFIX}/metrics"] if metrics.settings.access == "open" else []),
+            ),
             open_prefixes=(f"{PREFIX}/static/", UI),
             # Answered without a credential; a principal's sees more.
             optional_paths=(f"{PREFIX}/healthz", f"{PREFIX}/readyz"),
@@ -117,6 +133,7 @@ def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middle
     ]
 
 
+# size: the app's whole wiring in one place (routes, middleware, lifespan), read top to bottom
 def create_app(
     open_backends: BackendsFactory,
     limits: Limits | None = None,
@@ -125,12 +142,14 @@ def create_app(
     authenticator: Authenticator | None = None,
     graphiql_on: bool = True,
     identity: Identity | None = None,
+    metrics_settings: MetricsSettings | None = None,
 ) -> Starlette:
     """An app whose lifespan opens the backends with ``open_backends`` and closes them.
 
     Without an ``authenticator`` every request is the anonymous operator (the demo,
     tests); ``serve`` passes the one its settings build (``auth.for_serve``).
     ``identity`` is what ``/healthz`` says is answering (made here when not given).
+    ``metrics_settings`` says who may read ``/metrics`` (``telemetry``).
     """
     limits = limits or Limits()
     http = http or HttpSettings()
@@ -138,12 +157,13 @@ def create_app(
     authenticator = authenticator or Anonymous()
     identity = identity or Identity("serve")
     graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
+    metrics = InspectorMetrics.for_app(metrics_settings, STATIC / "ui" / "queries")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_backends() as backends:
+        async with metrics.observing(open_backends()) as backends:
             app.state.backends = backends
-            app.state.health = HealthLog()
+            app.state.health = HealthLog(metrics.backends_probed)
             stop = asyncio.Event()
             watcher = None
             if health.interval_s > 0:
@@ -168,10 +188,12 @@ def create_app(
             Mount(f"{PREFIX}/ui", StaticFiles(directory=STATIC / "ui", html=True), name="ui"),
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
+            Route(f"{PREFIX}/metrics", metrics_endpoint),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=_middleware(http, authenticator),
+        middleware=_middleware(http, authenticator, metrics),
         lifespan=lifespan,
     )
     app.state.identity = identity
+    app.state.metrics = metrics
     return app

@@ -7,7 +7,6 @@ Settings come from the command line, then the environment, then defaults.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import sys
@@ -76,7 +75,7 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from openrl_inspect import auth
+    from openrl_inspect import auth, track_cli
 
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,17 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         "only when a graphical browser is usable: not in CI, over SSH or without a display)",
     )
 
-    track = sub.add_parser(
-        "track-placements",
-        help="record placements from Kueue Workloads into Redis (the writing side)",
-    )
-    track.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
-    track.add_argument("--redis-cluster", action="store_true", default=None)
-    track.add_argument("--in-cluster", action="store_true", default=None)
-    track.add_argument("--kubeconfig")
-    track.add_argument("--kube-context")
-    track.add_argument("--namespace", help="only Workloads of this namespace")
-    track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
+    track_cli.add_command(sub)
 
     auth.add_hash_token_command(sub)
 
@@ -194,7 +183,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from openrl_inspect import auth
+    from openrl_inspect import auth, track_cli
     from openrl_inspect.context import Limits
 
     if args.command == "hash-token":
@@ -211,7 +200,7 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.command == "export-schema":
         return _export_schema(args, limits)
     if args.command == "track-placements":
-        return _track(args, env)
+        return track_cli.run(args, env)
     return _serve(args, env, limits)
 
 
@@ -296,7 +285,9 @@ def _app(
     from openrl_inspect.app import create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
+    from openrl_inspect.telemetry import MetricsSettings
 
+    metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
     if args.command == "serve":
         config = backend_settings(args, env)
         warnings = auth.redis_secrets(config.redis, args.redis_url)
@@ -310,6 +301,7 @@ def _app(
             served.authenticator,
             served.graphiql,
             identity.for_serve(config, env),
+            metrics,
         )
         return app, warnings
     warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
@@ -320,7 +312,10 @@ def _app(
         {"redis_url": args.redis_url, "seed": args.seed},
     )
     who = identity.for_demo(demo.redis_url)
-    return create_app(lambda: demo_backends(demo), limits, http, health, identity=who), warnings
+    app = create_app(
+        lambda: demo_backends(demo), limits, http, health, identity=who, metrics_settings=metrics
+    )
+    return app, warnings
 
 
 @dataclass(frozen=True)
@@ -337,46 +332,6 @@ def _opens_browser(args: argparse.Namespace, env: Mapping[str, str]) -> bool:
         OpenBrowserSettings, "OPENRL_INSPECT_", env, {"open_browser": args.open_browser}
     ).open_browser
     return should_open(choice, env)
-
-
-def _track(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    import asyncio
-
-    from openrl_inspect import auth, tracker
-    from openrl_inspect.adapters import kubernetes
-    from openrl_inspect.adapters.redis import RedisSettings
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    redis = settings.load(
-        RedisSettings,
-        "OPENRL_INSPECT_REDIS_",
-        env,
-        {"url": args.redis_url, "cluster": args.redis_cluster},
-    )
-    for warning in auth.redis_secrets(redis, args.redis_url):
-        logging.getLogger("openrl_inspect.auth").warning(warning)
-    kube = kubernetes.load_settings(
-        env,
-        {
-            "in_cluster": args.in_cluster,
-            "kubeconfig": args.kubeconfig,
-            "context": args.kube_context,
-        },
-    )
-    if not (kube.in_cluster or kube.kubeconfig):
-        print(
-            "openrl-inspect: track-placements needs --in-cluster or --kubeconfig", file=sys.stderr
-        )
-        return 2
-    config = settings.load(
-        tracker.TrackerSettings,
-        "OPENRL_INSPECT_TRACKER_",
-        env,
-        {"interval_s": args.interval, "namespace": args.namespace},
-    )
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(tracker.main(redis, kube, config))
-    return 0
 
 
 if __name__ == "__main__":

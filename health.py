@@ -78,12 +78,16 @@ async def probe_all(backends: Backends) -> list[dict[str, Any]]:
 
 
 class HealthLog:
-    """Logs each backend's transitions between up and down (the first probe sets it)."""
+    """Logs each backend's transitions between up and down (the first probe sets it);
+    ``listener`` (the app's metrics) sees every probe."""
 
-    def __init__(self) -> None:
+    def __init__(self, listener: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         self._up: dict[str, bool] = {}
+        self._listener = listener
 
     def observe(self, checks: list[dict[str, Any]]) -> None:
+        if self._listener is not None:
+            self._listener(checks)
         for item in checks:
             name, ok = item["name"], bool(item["ok"])
             before = self._up.get(name)

@@ -38,6 +38,7 @@ from openrl_inspect.adapters.logs import (
     to_log_entry,
     validate_query,
 )
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
@@ -83,18 +84,19 @@ class CloudLoggingSource:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._settings.max_threads)
         deadline = time.monotonic() + self._settings.timeout_s
-        try:
-            # Backstop: the per-request timeout normally fires first. If it does not,
-            # the answer is given up and the thread left to finish on its own (it holds
-            # a limiter slot meanwhile, so stuck threads cannot pile up).
-            with anyio.fail_after(self._settings.timeout_s + _BACKSTOP_GRACE_S):
-                return await anyio.to_thread.run_sync(
-                    functools.partial(self._read, query, cursor, deadline),
-                    abandon_on_cancel=True,
-                    limiter=self._limiter,
-                )
-        except TimeoutError:
-            raise BackendTimeout(BACKEND, "cloud logging did not answer in time") from None
+        with timed(BACKEND):
+            try:
+                # Backstop: the per-request timeout normally fires first. If it does not,
+                # the answer is given up and the thread left to finish on its own (it
+                # holds a limiter slot meanwhile, so stuck threads cannot pile up).
+                with anyio.fail_after(self._settings.timeout_s + _BACKSTOP_GRACE_S):
+                    return await anyio.to_thread.run_sync(
+                        functools.partial(self._read, query, cursor, deadline),
+                        abandon_on_cancel=True,
+                        limiter=self._limiter,
+                    )
+            except TimeoutError:
+                raise BackendTimeout(BACKEND, "cloud logging did not answer in time") from None
 
     def describe(self, query: LogQuery) -> tuple[str, str | None]:
         query = validate_query(query, self._settings)

@@ -35,6 +35,8 @@ Private modules, one concept each::
     _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
     _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
     _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
+    _lease_records     Leases for leader election: the record, LeaseStore, the wire format
+    _lease             the Lease client over CoordinationV1Api
 
 The SDK is imported when a source opens, and the source's modules when first named.
 """
@@ -59,6 +61,12 @@ from openrl_inspect.adapters.kubernetes._event_store import (
     EventStore,
     Regarding,
     newest_event_first,
+)
+from openrl_inspect.adapters.kubernetes._lease_records import (
+    LEASE_VERBS,
+    LeaseConflict,
+    LeaseRecord,
+    LeaseStore,
 )
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
@@ -104,6 +112,7 @@ from openrl_inspect.adapters.kubernetes._resources import (
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings, load_settings
 
 if TYPE_CHECKING:
+    from openrl_inspect.adapters.kubernetes._lease import KubeLeases, open_leases
     from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS, PodLogSource
     from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
@@ -114,6 +123,7 @@ __all__ = [
     "JOBSET_UID_LABEL",
     "JOB_CONTROLLER_UID_LABELS",
     "KUEUE_JOB_UID_LABEL",
+    "LEASE_VERBS",
     "LOG_READS",
     "MODEL_ID_LABEL",
     "NVIDIA_GPU_DRIVER",
@@ -134,10 +144,14 @@ __all__ = [
     "GpuDevice",
     "JobRecord",
     "KindStatus",
+    "KubeLeases",
     "KubernetesCacheSource",
     "KubernetesSettings",
     "KubernetesSource",
     "LabelKeys",
+    "LeaseConflict",
+    "LeaseRecord",
+    "LeaseStore",
     "Listing",
     "NodeRecord",
     "ObjectKey",
@@ -163,6 +177,7 @@ __all__ = [
     "load_settings",
     "newest_event_first",
     "open_kubernetes",
+    "open_leases",
 ]
 
 # The real source and the pod-log reader bring asyncio, the client and the informer;
@@ -171,6 +186,8 @@ _ON_FIRST_USE = {
     "KubernetesCacheSource": "_source",
     "open_kubernetes": "_source",
     "LOG_READS": "_pod_logs",
+    "KubeLeases": "_lease",
+    "open_leases": "_lease",
     "PodLogSource": "_pod_logs",
 }
 

@@ -32,6 +32,7 @@ from openrl_inspect.adapters.kubernetes._resources import (
     WatchedResource,
 )
 from openrl_inspect.adapters.kubernetes._settings import DRA_VERSIONS, KubernetesSettings
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
@@ -314,7 +315,7 @@ class KubeApi:
         }
         what = f"list {resource.kind}"
         self.counts["list", resource.kind] += 1
-        with translate(what):
+        with timed(BACKEND), translate(what):
             response = await self._request(resource, namespace, params)
             try:
                 self._check(resource, response.status, what)

@@ -64,6 +64,7 @@ from openrl_inspect.adapters.logs import (
     validate_query,
 )
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendTimeout,
     InvalidInput,
@@ -73,7 +74,7 @@ from openrl_inspect.errors import (
 __all__ = ["LOG_READS", "PodLogSource"]
 
 #: What this reader asks of the API server beyond the watch cache:
-#: (API group, resource, verbs). ``deploy/rbac.yaml`` must grant it.
+#: (API group, resource, verbs). ``deploy/base/inspector/rbac.yaml`` must grant it.
 LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("get",)),)
 
 # The API server "may return slightly more" than limitBytes: read at most this past it.
@@ -255,7 +256,7 @@ class PodLogSource:
         what = "read pod log"
         async with self._gate:
             self.counts["get", "pods/log"] += 1
-            with translate(what):
+            with timed(BACKEND), translate(what):
                 response = await self._core.read_namespaced_pod_log_without_preload_content(
                     pod.name, pod.namespace, **params
                 )

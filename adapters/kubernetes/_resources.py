@@ -1,7 +1,7 @@
 """What the adapter reads from the API server: each watched resource and the verbs used.
 
-Kept apart from the client so that ``deploy/rbac.yaml``'s test and the records can name
-the resources without importing the Kubernetes SDK.
+Kept apart from the client so that the RBAC tests (``deploy/base/*/rbac.yaml``) and the
+records can name the resources without importing the Kubernetes SDK.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ JOBSETS = WatchedResource(JOBSET_GROUP, "jobsets", namespaced=True)
 DEVICE_TAINT_RULES = WatchedResource(DRA_GROUP, "devicetaintrules", namespaced=False)
 EVENTS = WatchedResource(EVENTS_GROUP, "events", namespaced=True)
 
-#: Everything the adapter reads, with get/list/watch; ``deploy/rbac.yaml`` must match.
+#: Everything the adapter reads, with get/list/watch; the inspector's and the tracker's
+#: RBAC (``deploy/base/*/rbac.yaml``) must match.
 WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     PODS,
     NODES,

@@ -8,10 +8,13 @@ truncation and batching. ``failure`` makes every read raise (a backend outage), 
 ``degraded_kinds`` marks answers degraded as an unsynced cache would. ``parse_object``
 turns an object as the API server serves it into its record with the real parsers, so
 a twin's objects can be written as the controllers write them.
+
+``MemoryLeases`` is the twin of the Lease client leader election uses.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -25,6 +28,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._events import parse_event
+from openrl_inspect.adapters.kubernetes._lease_records import LeaseConflict, LeaseRecord
 from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
 from openrl_inspect.adapters.kubernetes._queries import (
@@ -178,3 +182,44 @@ class MemoryKubernetesSource(KubernetesSource):
                 )
             )
         return SourceStatus("kubernetes", tuple(kinds))
+
+
+class MemoryLeases:
+    """The twin of ``KubeLeases``: Leases in a dict, with the API server's conflict rule
+    (a create of an existing Lease, or a replace carrying a stale ``resourceVersion``,
+    raises ``LeaseConflict``). ``fail`` makes the next calls raise, as an unreachable
+    API server would."""
+
+    def __init__(self) -> None:
+        self.leases: dict[tuple[str, str], LeaseRecord] = {}
+        self.fail: BackendError | None = None
+        self.writes = 0
+        self._version = 0
+
+    async def get(self, namespace: str, name: str) -> LeaseRecord | None:
+        self._check()
+        return self.leases.get((namespace, name))
+
+    async def create(self, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord:
+        self._check()
+        if (namespace, name) in self.leases:
+            raise LeaseConflict("kubernetes", "create lease: it exists")
+        return self._store(namespace, name, record)
+
+    async def replace(self, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord:
+        self._check()
+        current = self.leases.get((namespace, name))
+        if current is None or current.resource_version != record.resource_version:
+            raise LeaseConflict("kubernetes", "replace lease: written by someone else first")
+        return self._store(namespace, name, record)
+
+    def _store(self, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord:
+        self._version += 1
+        self.writes += 1
+        stored = dataclasses.replace(record, resource_version=str(self._version))
+        self.leases[namespace, name] = stored
+        return stored
+
+    def _check(self) -> None:
+        if self.fail is not None:
+            raise self.fail

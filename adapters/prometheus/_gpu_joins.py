@@ -3,7 +3,7 @@
 Joining DCGM series to GPUs: by the ``UUID`` label; for a ``GpuKey`` that also names its
 node and index, series whose ``UUID`` label is empty or missing (some DRA setups) are
 joined on ``Hostname`` + ``gpu`` instead. The exporter's ``Hostname`` label is the node
-name when ``NODE_NAME`` is set in its pod (see deploy/dcgm-exporter.yaml).
+name when ``NODE_NAME`` is set in its pod (see deploy/base/dcgm-exporter/dcgm-exporter.yaml).
 
 Time weighting: each duty point is the mean over the step before it, weighed by how
 much of that step a GPU was held; held time without points is held but not covered.

@@ -34,6 +34,7 @@ from openrl_inspect.adapters.prometheus._source import (
     cap_series,
     check_range,
 )
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendError,
     BackendProtocolError,
@@ -267,12 +268,13 @@ class HttpMetricsSource:
         return await self._call(self._range_url, form)
 
     async def _call(self, url: str, form: dict[str, str]) -> QueryResult:
-        try:
-            with anyio.fail_after(self._deadline_s):
-                status, body = await self._post(url, form)
-        except TimeoutError as exc:
-            raise BackendTimeout(BACKEND, "Prometheus did not answer in time") from exc
-        return parse_response(body, status, self._s.max_series, self._s.max_samples)
+        with timed(BACKEND):
+            try:
+                with anyio.fail_after(self._deadline_s):
+                    status, body = await self._post(url, form)
+            except TimeoutError as exc:
+                raise BackendTimeout(BACKEND, "Prometheus did not answer in time") from exc
+            return parse_response(body, status, self._s.max_series, self._s.max_samples)
 
     async def _post(self, url: str, form: dict[str, str]) -> tuple[int, bytes]:
         headers = {"Accept": "application/json"}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from openrl_inspect import lazy
+from openrl_inspect.backend_calls import timed
 from openrl_inspect.errors import (
     BackendBusy,
     BackendError,
@@ -196,10 +197,11 @@ async def run(
 
 
 async def guarded(call: Awaitable[T], deadline_s: float) -> T:
-    try:
-        async with asyncio.timeout(deadline_s):
-            return await call
-    except BackendError:
-        raise
-    except Exception as exc:  # translated, never leaked: see module docstring
-        raise translate(exc) from exc
+    with timed(BACKEND):
+        try:
+            async with asyncio.timeout(deadline_s):
+                return await call
+        except BackendError:
+            raise
+        except Exception as exc:  # translated, never leaked: see module docstring
+            raise translate(exc) from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import fakeredis
 import pytest
@@ -15,7 +16,7 @@ from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import PlacementRecord
-from openrl_inspect.tracker import TrackerSettings, run_tracker
+from openrl_inspect.tracker import TrackerSettings, heartbeat, run_tracker
 from support.harness import populate
 
 pytestmark = pytest.mark.anyio
@@ -51,3 +52,20 @@ async def test_tracker_records_what_kueue_admitted() -> None:
         assert isinstance(rec, PlacementRecord) and rec.released_at is None
         assert sorted(rec.gpu_ids) == sorted(g.uuid for g in sim.gpus_of(model))
         assert sorted(rec.pods) == sorted(w[2] for w in model.workers)
+
+
+async def test_heartbeat_touches_its_file_until_stopped(tmp_path: Path) -> None:
+    beat = tmp_path / "heartbeat"
+    stop = asyncio.Event()
+    settings = TrackerSettings(interval_s=0.01, heartbeat_file=str(beat))
+    task = asyncio.create_task(heartbeat(settings, stop))
+    for _ in range(500):
+        if beat.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert beat.exists()
+    stop.set()
+    await task
+    beat.unlink()
+    await heartbeat(settings, stop)  # stopped: returns without touching
+    assert not beat.exists()

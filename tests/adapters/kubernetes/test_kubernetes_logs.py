@@ -41,7 +41,7 @@ __all__ = ["fake_kube"]  # the fixture, used by name below
 pytestmark = pytest.mark.anyio
 
 WINDOW = LogQuery(start=S.T0 - timedelta(minutes=10), end=S.NOW, model_id=S.MODEL, limit=500)
-RBAC = ROOT / "deploy" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "base" / "inspector" / "rbac.yaml"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``deploy/rbac.yaml`` grants exactly what the Kubernetes adapter reads, and nothing else.
+"""``deploy/base/inspector/rbac.yaml`` grants exactly what the Kubernetes adapter reads, and nothing else.
 
 The expected grants come from the adapter's own ``WATCHED_RESOURCES`` (get/list/watch),
 plus ``pods/log`` (get only) for the logs feature; a second check records the requests a
@@ -21,7 +21,7 @@ from support.tree import ROOT
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
 
-MANIFEST = ROOT / "deploy" / "rbac.yaml"
+MANIFEST = ROOT / "deploy" / "base" / "inspector" / "rbac.yaml"
 # Granted for features outside the watch cache: the pod-logs reader.
 OTHER_READS = {("", "pods/log"): {"get"}}
 

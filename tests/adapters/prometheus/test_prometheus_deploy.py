@@ -15,8 +15,15 @@ from support.tree import ROOT
 DEPLOY = ROOT / "deploy"
 
 
+# Where each file lives under deploy/ (the exporter is part of the kustomize base).
+PATHS = {
+    "dcgm-exporter.yaml": DEPLOY / "base" / "dcgm-exporter" / "dcgm-exporter.yaml",
+    "prometheus-scrape.yaml": DEPLOY / "prometheus-scrape.yaml",
+}
+
+
 def _docs(name: str) -> dict[str, dict[str, Any]]:
-    docs = [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+    docs = [d for d in yaml.safe_load_all(PATHS[name].read_text()) if d]
     return {d["kind"]: d for d in docs}
 
 
@@ -66,7 +73,7 @@ def test_scrapers_select_the_exporter() -> None:
     assert {e["port"] for e in pm["spec"]["endpoints"]} <= ports
     svc = docs["Service"]
     assert svc["spec"]["selector"].items() <= pod_labels.items()
-    scrape = yaml.safe_load((DEPLOY / "prometheus-scrape.yaml").read_text())
+    scrape = yaml.safe_load(PATHS["prometheus-scrape.yaml"].read_text())
     jobs = {j["job_name"]: j for j in scrape["scrape_configs"]}
     assert jobs["dcgm-exporter"]["honor_labels"] is True
     assert jobs["dcgm-exporter"]["kubernetes_sd_configs"][0]["namespaces"]["names"] == [
@@ -79,7 +86,7 @@ def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
     """promtool checks everything but Kubernetes discovery, which Debian's build
     leaves out; it is swapped for a static target here."""
     require_prometheus()
-    scrape = yaml.safe_load((DEPLOY / "prometheus-scrape.yaml").read_text())
+    scrape = yaml.safe_load(PATHS["prometheus-scrape.yaml"].read_text())
     for job in scrape["scrape_configs"]:
         assert job.pop("kubernetes_sd_configs")
         job["static_configs"] = [{"targets": ["127.0.0.1:9400"]}]
@@ -93,6 +100,6 @@ def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["dcgm-exporter.yaml", "prometheus-scrape.yaml"])
 def test_manifests_are_plain_yaml(name: str) -> None:
-    text = (DEPLOY / name).read_text()
+    text = PATHS[name].read_text()
     assert "\t" not in text
     assert list(yaml.safe_load_all(text))

@@ -1,0 +1,88 @@
+"""Counting each request, and answering the scraper."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from openrl_inspect import backend_calls
+from openrl_inspect.errors import BackendError
+from openrl_inspect.principal import SCOPE_KEY, Principal
+from openrl_inspect.request_guard import RECORD, RequestRecord
+from openrl_inspect.telemetry._registry import InspectorMetrics
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# The route label: the part after the API prefix, from a fixed list.
+_ROUTES = ("graphql", "graphiql", "healthz", "readyz", "metrics", "ui", "static")
+
+
+def route_of(path: str, prefix: str) -> str:
+    """A bounded name for ``path``: a known route, ``root`` or ``other``."""
+    if path == "/":
+        return "root"
+    if path.startswith(prefix + "/"):
+        head = path[len(prefix) + 1 :].split("/", 1)[0]
+        if head in _ROUTES:
+            return head
+    return "other"
+
+
+class RequestMetrics:
+    """Outermost middleware: times every request and counts it once it has been
+    answered, from the record ``RequestGuard`` and the GraphQL view filled in; backend
+    calls made while answering are observed into the same registry."""
+
+    def __init__(self, app: ASGIApp, metrics: InspectorMetrics, prefix: str) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        started = time.perf_counter()
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        token = backend_calls.observing(self.metrics)
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            backend_calls.stop_observing(token)
+            record = scope.get(RECORD)
+            self.metrics.request_done(
+                route_of(scope["path"], self.prefix),
+                record if isinstance(record, RequestRecord) else None,
+                status,
+                time.perf_counter() - started,
+            )
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """The Prometheus text format; with ``access=operators`` an operator's only."""
+    metrics: InspectorMetrics = request.app.state.metrics
+    if metrics.settings.access == "operators":
+        principal = request.scope.get(SCOPE_KEY)
+        if not (isinstance(principal, Principal) and principal.operator):
+            body = {"errors": [{"message": "Operators only.", "extensions": {"code": "FORBIDDEN"}}]}
+            record = request.scope.get(RECORD)
+            if isinstance(record, RequestRecord):
+                record.codes.append("FORBIDDEN")
+            return JSONResponse(body, status_code=403)
+    backends = getattr(request.app.state, "backends", None)
+    if backends is not None and backends.kubernetes is not None:
+        # The cache's own state, read from memory; a failure keeps the last one read.
+        with contextlib.suppress(BackendError, TimeoutError):
+            async with asyncio.timeout(3.0):
+                metrics.cache.status = await backends.kubernetes.status()
+    return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
