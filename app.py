@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from openrl_inspect.agents import Agents
 from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
@@ -109,7 +110,7 @@ def _middleware(http: HttpSettings, authenticator: Authenticator) -> list[Middle
             authenticator=authenticator,
             # The pages are static: their GraphQL requests carry the credential (behind
             # IAP the proxy adds it), so the assets themselves need none.
-            open_paths=("/", f"{PREFIX}/graphiql", f"{PREFIX}/ui"),
+            open_paths=("/", f"{PREFIX}/graphiql", f"{PREFIX}/ui", f"{PREFIX}/openapi.json"),
             open_prefixes=(f"{PREFIX}/static/", UI),
             # Answered without a credential; a principal's sees more.
             optional_paths=(f"{PREFIX}/healthz", f"{PREFIX}/readyz"),
@@ -125,23 +126,29 @@ def create_app(
     authenticator: Authenticator | None = None,
     graphiql_on: bool = True,
     identity: Identity | None = None,
+    registered_only: bool = False,
 ) -> Starlette:
     """An app whose lifespan opens the backends with ``open_backends`` and closes them.
 
     Without an ``authenticator`` every request is the anonymous operator (the demo,
     tests); ``serve`` passes the one its settings build (``auth.for_serve``).
     ``identity`` is what ``/healthz`` says is answering (made here when not given).
+    ``registered_only`` runs only the documents the server ships (persisted queries).
     """
     limits = limits or Limits()
     http = http or HttpSettings()
     health = health or HealthSettings()
     authenticator = authenticator or Anonymous()
     identity = identity or Identity("serve")
-    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
+    graphql = InspectorGraphQL(
+        build_schema(limits), limits, http.max_json_depth, graphiql_on, registered_only
+    )
+    # REST, OpenAPI and MCP: the same schema (limits, slots) through one engine.
+    agents = Agents(graphql.schema, limits, registered_only)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_backends() as backends:
+        async with open_backends() as backends, agents.running():
             app.state.backends = backends
             app.state.health = HealthLog()
             stop = asyncio.Event()
@@ -169,6 +176,7 @@ def create_app(
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
+            *agents.routes(PREFIX),
         ],
         middleware=_middleware(http, authenticator),
         lifespan=lifespan,

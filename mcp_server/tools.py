@@ -1,0 +1,296 @@
+"""The tools: each runs one of the engine's named documents for the caller, and fits
+its answer to a token budget (``budget``).
+
+They only read. Their inputs are typed (an enum where the API has one), their outputs
+are ``ToolAnswer``; ids, states and codes are the API's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from openrl_inspect.context import Backends
+from openrl_inspect.engine import Answer, Document, Engine
+from openrl_inspect.mcp_server.answer import ToolAnswer, fitted
+from openrl_inspect.mcp_server.budget import TOKENS, tokens
+from openrl_inspect.principal import Principal
+from pydantic import Field
+
+#: Who calls, and over which backends: the HTTP endpoint reads them off the request,
+#: stdio has its own.
+Caller = Callable[[Context], tuple[Backends, Principal]]
+
+ModelState = Literal["WAITING", "PLACED", "ACTIVE", "FAILED", "ENDED"]
+Severity = Literal["DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"]
+#: The GraphQL tool's node cost limit: a tenth of an ordinary request's default.
+GRAPHQL_MAX_NODES = 25_000
+GRAPHQL_TOKENS = 4000
+
+ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
+Cursor = Annotated[
+    str | None, Field(description="The `cursor` of the previous answer, to go on.", max_length=2048)
+]
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_BUDGET = f" Answers within {TOKENS} tokens; `truncated`, `cut` and `cursor` say what was left."
+
+
+def _page(data: Any, *path: str) -> tuple[str | None, bool]:
+    node = data
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    info = node.get("pageInfo") if isinstance(node, dict) else None
+    if isinstance(info, dict) and info.get("hasNextPage"):
+        return info.get("endCursor"), True
+    return None, False
+
+
+async def _paged(
+    run: Callable[[int], Awaitable[Answer]], first: int, path: tuple[str, ...], budget: int
+) -> ToolAnswer:
+    """Ask for ``first`` items, then fewer until the answer fits: the cursor then goes
+    on from the last item shown."""
+    answer = await run(first)
+    while first > 1 and answer.data is not None and tokens(answer.data) > budget - 150:
+        first = max(1, first // 2)
+        answer = await run(first)
+    cursor, more = _page(answer.data, *path)
+    return fitted(answer, budget, cursor, more)
+
+
+def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  # noqa: C901  # one closure per tool, each short
+    async def run(ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
+        backends, principal = caller(ctx)
+        return await engine.run(backends, principal, name, variables)
+
+    @server.tool(
+        title="Models that need attention",
+        description="The models that most need a person, most urgent first (failed, lost ops, "
+        "stuck, stalled, waiting, slow), each with its verdict and top cause." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def attention(
+        ctx: Context,
+        first: Annotated[int, Field(ge=1, le=50, description="Models to list.")] = 10,
+    ) -> ToolAnswer:
+        return fitted(await run(ctx, "attention", {"first": first}), TOKENS)
+
+    @server.tool(
+        title="List models",
+        description="Models with their state, step count and placement. With `state`: the "
+        "models in that state, latest to enter it first. Without: live sessions' models, "
+        "newest session first (`session_state` CLOSED for closed ones). `owner` and "
+        "`session` filter the page." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def list_models(
+        ctx: Context,
+        state: ModelState | None = None,
+        owner: Annotated[str | None, Field(description="Only this session owner's.")] = None,
+        session: Annotated[str | None, Field(description="Only this session's.")] = None,
+        session_state: Literal["LIVE", "CLOSED"] = "LIVE",
+        cursor: Cursor = None,
+    ) -> ToolAnswer:
+        if state is not None:
+            variables: dict[str, Any] = {"state": state, "after": cursor}
+
+            async def page(n: int) -> Answer:
+                found = await run(ctx, "models_by_state", {**variables, "first": n})
+                return _filter(found, ("models",), owner, session)
+
+            return await _paged(page, 20, ("models",), TOKENS)
+
+        async def sessions(n: int) -> Answer:
+            found = await run(
+                ctx, "inventory", {"state": session_state, "after": cursor, "first": n}
+            )
+            return _filter(found, ("sessions",), owner, session)
+
+        return await _paged(sessions, 10, ("sessions",), TOKENS)
+
+    @server.tool(
+        title="Model summary (diagnosis)",
+        description="Why is this model slow, stuck, waiting or dead? Its verdict, the ranked "
+        "causes with their evidence (facts), and where to look next: the pods, nodes, the "
+        "Cloud Logging filter and window, a GraphQL query to drill in." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def model_summary(
+        ctx: Context,
+        model_id: ModelId,
+        steps: Annotated[int, Field(ge=1, le=100, description="Recent steps to judge.")] = 20,
+    ) -> ToolAnswer:
+        return fitted(await run(ctx, "model_summary", {"id": model_id, "steps": steps}), TOKENS)
+
+    @server.tool(
+        title="Session summary",
+        description="A session's models rolled up: counts by verdict, the worst models with "
+        "their top cause, pace, failed/lost/stuck ops." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def session_summary(
+        ctx: Context,
+        session_id: Annotated[
+            str, Field(description="The session's id.", min_length=1, max_length=128)
+        ],
+        worst: Annotated[int, Field(ge=1, le=20, description="Worst models to list.")] = 5,
+    ) -> ToolAnswer:
+        answer = await run(ctx, "session_summary", {"id": session_id, "worst": worst})
+        return fitted(answer, TOKENS)
+
+    @server.tool(
+        title="Why is it waiting",
+        description="Why a WAITING (or PLACED, not yet running) model has no GPUs, most likely "
+        "cause first: Kueue quota and admission, unschedulable pods, unallocated DRA claims, "
+        "with the queue position and shortfall." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def why_waiting(ctx: Context, model_id: ModelId) -> ToolAnswer:
+        return fitted(await run(ctx, "why_waiting", {"id": model_id}), TOKENS)
+
+    @server.tool(
+        title="Model logs",
+        description="A model's worker and client log lines, oldest first, over a window (the "
+        "last `minutes`, or `since`..`until` in ISO 8601; by default around a failure, else "
+        "the last hour), at least `severity`, containing `text`. Also the Cloud Logging "
+        "filter and Logs Explorer link for everything else." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def model_logs(
+        ctx: Context,
+        model_id: ModelId,
+        minutes: Annotated[
+            float | None, Field(gt=0, le=44640, description="The last this many minutes.")
+        ] = None,
+        since: Annotated[datetime | None, Field(description="Window start, with a zone.")] = None,
+        until: Annotated[datetime | None, Field(description="Window end, with a zone.")] = None,
+        severity: Severity | None = None,
+        text: Annotated[
+            str | None, Field(max_length=256, description="Only lines containing this.")
+        ] = None,
+        cursor: Cursor = None,
+    ) -> ToolAnswer:
+        if minutes is not None:
+            until = datetime.now(UTC)
+            since = until - timedelta(minutes=minutes)
+        variables = {
+            "model": model_id,
+            "since": since and since.isoformat(),
+            "until": until and until.isoformat(),
+            "severity": severity,
+            "text": text,
+            "after": cursor,
+        }
+
+        async def page(n: int) -> Answer:
+            return await run(ctx, "logs", {**variables, "first": n})
+
+        return await _paged(page, 50, ("model", "logs"), TOKENS)
+
+    @server.tool(
+        title="GPU activity",
+        description="Per-GPU DCGM duty (0..1) over the last `window_seconds`: of the GPUs a "
+        "model held (`model_id`), or of a node's GPUs (`node`), with who holds each." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def gpu_activity(
+        ctx: Context,
+        model_id: Annotated[str | None, Field(description="A model's id.", max_length=128)] = None,
+        node: Annotated[str | None, Field(description="A node's name.", max_length=253)] = None,
+        window_seconds: Annotated[float, Field(gt=0, le=31 * 86400)] = 3600,
+    ) -> ToolAnswer:
+        if (model_id is None) == (node is None):
+            raise ValueError("give exactly one of model_id or node")
+        if model_id is not None:
+            answer = await run(ctx, "activity_model", {"model": model_id, "window": window_seconds})
+        else:
+            answer = await run(ctx, "activity_node", {"node": node, "window": window_seconds})
+        return fitted(answer, TOKENS)
+
+    @server.tool(
+        title="Step timeline",
+        description="A model's last `last` steps, newest first: each step's duration and its "
+        "ops (kind, status, health, queue wait, duration, worker, error)." + _BUDGET,
+        annotations=READ_ONLY,
+    )
+    async def step_timeline(
+        ctx: Context,
+        model_id: ModelId,
+        last: Annotated[int, Field(ge=1, le=100, description="Steps to show.")] = 10,
+        cursor: Cursor = None,
+    ) -> ToolAnswer:
+        async def page(n: int) -> Answer:
+            return await run(
+                ctx, "model_steps", {"id": model_id, "first": n, "after": cursor, "ops": 10}
+            )
+
+        return await _paged(page, last, ("model", "steps"), TOKENS)
+
+    @server.tool(
+        title="GraphQL query",
+        description="Any read query of the inspector's GraphQL API (the SDL is the resource "
+        f"`openrl-inspect://schema.graphql`), with a tighter cost limit: at most "
+        f"{GRAPHQL_MAX_NODES} nodes. Answers within {GRAPHQL_TOKENS} tokens (lists cut from "
+        "the end, `cut` says where); ask for smaller pages to see the rest.",
+        annotations=READ_ONLY,
+    )
+    async def graphql(
+        ctx: Context,
+        query: Annotated[str, Field(max_length=20000, description="A GraphQL query document.")],
+        variables: Annotated[dict[str, Any] | None, Field(description="Its variables.")] = None,
+    ) -> ToolAnswer:
+        backends, principal = caller(ctx)
+        answer = await engine.run(
+            backends,
+            principal,
+            Document("graphql-tool", query),
+            variables,
+            max_nodes=GRAPHQL_MAX_NODES,
+        )
+        return fitted(answer, GRAPHQL_TOKENS)
+
+    @server.resource(
+        "openrl-inspect://schema.graphql",
+        name="schema",
+        title="The GraphQL schema (SDL)",
+        description="The inspector's GraphQL schema, for the `graphql` tool.",
+        mime_type="text/plain",
+    )
+    def schema() -> str:
+        return str(engine.schema.as_str())
+
+
+def _filter(
+    answer: Answer, path: tuple[str, ...], owner: str | None, session: str | None
+) -> Answer:
+    """Keep the page's models of ``owner`` and ``session`` (the cursor is the page's)."""
+    if answer.data is None or (owner is None and session is None):
+        return answer
+    node: Any = answer.data
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        return answer
+    items = node.get("nodes") or []
+    if path == ("models",):
+        node["nodes"] = [
+            m
+            for m in items
+            if m
+            and (session is None or m.get("sessionId") == session)
+            and (owner is None or (m.get("session") or {}).get("owner") == owner)
+        ]
+    else:
+        node["nodes"] = [
+            s
+            for s in items
+            if s
+            and (session is None or s.get("id") == session)
+            and (owner is None or s.get("owner") == owner)
+        ]
+    return answer
