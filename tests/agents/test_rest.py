@@ -145,8 +145,8 @@ async def test_pages_go_on_by_cursor_to_the_end(client: httpx.AsyncClient) -> No
 
 async def test_raw_promql_is_off_by_default_as_in_graphql() -> None:
     # The demo turns it on for its own series; a plain serve does not.
-    from support.harness import app_client, fake_server
     from openrl_inspect.adapters.redis import RedisStateStore
+    from support.harness import app_client, fake_server
 
     async with app_client(RedisStateStore.in_memory(fake_server())) as client:
         resp = await client.get(f"{PREFIX}/query", params={"query": "up"})

@@ -10,6 +10,7 @@ import httpx
 from openrl_inspect.app import create_app
 from openrl_inspect.demo import demo_backends
 from openrl_inspect.health import HealthSettings
+
 from support.live_server import FROZEN
 
 
