@@ -76,7 +76,7 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from openrl_inspect import auth
+    from openrl_inspect import auth, terminal
 
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -128,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
 
     auth.add_hash_token_command(sub)
+    terminal.add_commands(sub)  # mcp, summary
 
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
@@ -212,6 +213,10 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return _export_schema(args, limits)
     if args.command == "track-placements":
         return _track(args, env)
+    if args.command in ("mcp", "summary"):
+        from openrl_inspect import terminal
+
+        return terminal.run(args, env, limits)
     return _serve(args, env, limits)
 
 

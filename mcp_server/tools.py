@@ -13,8 +13,10 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from openrl_inspect import cursor as codec
 from openrl_inspect.context import Backends
-from openrl_inspect.engine import Answer, Document, Engine
+from openrl_inspect.engine import Answer, Document, Engine, error
+from openrl_inspect.errors import InvalidInput
 from openrl_inspect.mcp_server.answer import ToolAnswer, fitted
 from openrl_inspect.mcp_server.budget import TOKENS, tokens
 from openrl_inspect.principal import Principal
@@ -29,6 +31,7 @@ Severity = Literal["DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"]
 #: The GraphQL tool's node cost limit: a tenth of an ordinary request's default.
 GRAPHQL_MAX_NODES = 25_000
 GRAPHQL_TOKENS = 4000
+LOGS_CURSOR = "mcp-logs"
 
 ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
 Cursor = Annotated[
@@ -175,7 +178,15 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
         ] = None,
         cursor: Cursor = None,
     ) -> ToolAnswer:
-        if minutes is not None:
+        after = None
+        if cursor is not None:
+            # The window travels with the cursor: "the last hour" must not move under it.
+            try:
+                after, since_s, until_s = codec.decode(LOGS_CURSOR, cursor, 3)
+            except InvalidInput as exc:
+                return fitted(Answer(None, [error(exc.message, "BAD_INPUT")]), TOKENS)
+            since, until = datetime.fromisoformat(since_s), datetime.fromisoformat(until_s)
+        elif minutes is not None:
             until = datetime.now(UTC)
             since = until - timedelta(minutes=minutes)
         variables = {
@@ -184,13 +195,17 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
             "until": until and until.isoformat(),
             "severity": severity,
             "text": text,
-            "after": cursor,
+            "after": after,
         }
 
         async def page(n: int) -> Answer:
             return await run(ctx, "logs", {**variables, "first": n})
 
-        return await _paged(page, 50, ("model", "logs"), TOKENS)
+        found = await _paged(page, 50, ("model", "logs"), TOKENS)
+        logs = ((found.data or {}).get("model") or {}).get("logs")
+        if found.cursor is not None and isinstance(logs, dict):
+            found.cursor = codec.encode(LOGS_CURSOR, found.cursor, logs["since"], logs["until"])
+        return found
 
     @server.tool(
         title="GPU activity",

@@ -127,7 +127,7 @@ async def test_errors_keep_their_codes_as_statuses(client: httpx.AsyncClient) ->
 async def test_pages_go_on_by_cursor_to_the_end(client: httpx.AsyncClient) -> None:
     seen: list[str] = []
     url: str | None = f"{PREFIX}/inventory?first=2&models=1"
-    total = None
+    total: int | None = None
     for _ in range(50):
         assert url is not None
         body = (await client.get(url)).json()
@@ -140,7 +140,7 @@ async def test_pages_go_on_by_cursor_to_the_end(client: httpx.AsyncClient) -> No
             break
         assert "after=" in url and "first=2" in url
     assert url is None
-    assert len(seen) == len(set(seen)) == total > 2
+    assert total is not None and len(seen) == len(set(seen)) == total > 2
 
 
 async def test_raw_promql_is_off_by_default_as_in_graphql() -> None:
