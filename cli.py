@@ -73,6 +73,12 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="allow introspection (default: on, off once authentication is on)",
     )
+    p.add_argument(
+        "--registered-only",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run only the registered documents (persisted queries; default off)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -301,6 +307,14 @@ def _app(
     from openrl_inspect.app import create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
+    from openrl_inspect.engine.persisted import PersistedSettings
+
+    persisted = settings.load(
+        PersistedSettings,
+        "OPENRL_INSPECT_PERSISTED_",
+        env,
+        {"registered_only": args.registered_only},
+    )
 
     if args.command == "serve":
         config = backend_settings(args, env)
@@ -315,6 +329,7 @@ def _app(
             served.authenticator,
             served.graphiql,
             identity.for_serve(config, env),
+            persisted.registered_only,
         )
         return app, warnings
     warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
@@ -325,7 +340,15 @@ def _app(
         {"redis_url": args.redis_url, "seed": args.seed},
     )
     who = identity.for_demo(demo.redis_url)
-    return create_app(lambda: demo_backends(demo), limits, http, health, identity=who), warnings
+    app = create_app(
+        lambda: demo_backends(demo),
+        limits,
+        http,
+        health,
+        identity=who,
+        registered_only=persisted.registered_only,
+    )
+    return app, warnings
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,13 @@ class InspectorGraphQL(GraphQL[Context, None]):
             record.codes.append(exc.code)
         return refused(exc)
 
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        # A GET naming a persisted query has no ``query`` but is no browser asking for
+        # the IDE (Apollo's link sends ``accept: */*``).
+        if request.query_params.get("extensions") is not None:
+            return False
+        return bool(super().should_render_graphql_ide(request))
+
     async def parse_http_body(self, request: Any) -> GraphQLRequestData | list[GraphQLRequestData]:
         data = await super().parse_http_body(request)
         if isinstance(data, GraphQLRequestData):
