@@ -38,6 +38,11 @@ def _number(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def _moment(iso: str | None) -> str:
+    # To the second, in UTC as the API gives it: enough to line up with logs.
+    return "-" if not iso else iso[:19].replace("T", " ")
+
+
 def _model(data: dict[str, Any]) -> list[str]:
     m = data["model"]
     s = m["summary"]
@@ -49,7 +54,7 @@ def _model(data: dict[str, Any]) -> list[str]:
     ]
     if s["causes"]:
         lines.append("")
-        rows = [[c["rank"], c["kind"], c["since"] or "-", c["statement"]] for c in s["causes"]]
+        rows = [[c["rank"], c["kind"], _moment(c["since"]), c["statement"]] for c in s["causes"]]
         lines += _table(rows, ["#", "cause", "since", "statement"])
         if s["causesLeftOff"]:
             lines.append(f"... and {s['causesLeftOff']} more cause(s)")
