@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
 from openrl_inspect.context import Backends
 from openrl_inspect.engine import Engine
 from openrl_inspect.mcp_server import build
@@ -33,9 +34,13 @@ def from_request(ctx: Context) -> tuple[Backends, Principal]:
 class McpEndpoint:
     def __init__(self, engine: Engine) -> None:
         self.server = build(engine, from_request)
-        # The app's RequestGuard and authentication stand in front: no SDK host check
-        # (the app answers any Host its listener is given, as /graphql does).
-        self.server.streamable_http_app(stateless_http=True, json_response=True)
+        # The app's RequestGuard and authentication stand in front. The SDK's Host check
+        # (on by default, for 127.0.0.1 only) would refuse the inspector's own name
+        # behind a Service or proxy: the endpoint answers any Host, as /graphql does.
+        open_host = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.server.streamable_http_app(
+            stateless_http=True, json_response=True, transport_security=open_host
+        )
         self.manager = self.server.session_manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
