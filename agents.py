@@ -14,10 +14,10 @@ from starlette.routing import BaseRoute
 
 
 class Agents:
-    def __init__(self, schema: Any, limits: Limits, registered_only: bool = False) -> None:
+    def __init__(self, schema: Any, limits: Limits) -> None:
         from openrl_inspect.mcp_server.http import McpEndpoint
 
-        self.engine = Engine(schema, limits, registered_only)
+        self.engine = Engine(schema, limits)
         self.mcp = McpEndpoint(self.engine)
 
     def routes(self, prefix: str) -> list[BaseRoute]:

@@ -126,25 +126,20 @@ def create_app(
     authenticator: Authenticator | None = None,
     graphiql_on: bool = True,
     identity: Identity | None = None,
-    registered_only: bool = False,
 ) -> Starlette:
     """An app whose lifespan opens the backends with ``open_backends`` and closes them.
 
     Without an ``authenticator`` every request is the anonymous operator (the demo,
     tests); ``serve`` passes the one its settings build (``auth.for_serve``).
     ``identity`` is what ``/healthz`` says is answering (made here when not given).
-    ``registered_only`` runs only the documents the server ships (persisted queries).
     """
     limits = limits or Limits()
     http = http or HttpSettings()
     health = health or HealthSettings()
     authenticator = authenticator or Anonymous()
     identity = identity or Identity("serve")
-    graphql = InspectorGraphQL(
-        build_schema(limits), limits, http.max_json_depth, graphiql_on, registered_only
-    )
-    # REST, OpenAPI and MCP: the same schema (limits, slots) through one engine.
-    agents = Agents(graphql.schema, limits, registered_only)
+    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
+    agents = Agents(graphql.schema, limits)  # REST, OpenAPI, MCP: the same schema, one engine
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -213,6 +213,7 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         {
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
+            "registered_only": getattr(args, "registered_only", None),
         },
     )
     if args.command == "export-schema":
@@ -307,14 +308,6 @@ def _app(
     from openrl_inspect.app import create_app
     from openrl_inspect.backends import real_backends
     from openrl_inspect.demo import DemoSettings, demo_backends
-    from openrl_inspect.engine.persisted import PersistedSettings
-
-    persisted = settings.load(
-        PersistedSettings,
-        "OPENRL_INSPECT_PERSISTED_",
-        env,
-        {"registered_only": args.registered_only},
-    )
 
     if args.command == "serve":
         config = backend_settings(args, env)
@@ -329,7 +322,6 @@ def _app(
             served.authenticator,
             served.graphiql,
             identity.for_serve(config, env),
-            persisted.registered_only,
         )
         return app, warnings
     warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
@@ -340,15 +332,7 @@ def _app(
         {"redis_url": args.redis_url, "seed": args.seed},
     )
     who = identity.for_demo(demo.redis_url)
-    app = create_app(
-        lambda: demo_backends(demo),
-        limits,
-        http,
-        health,
-        identity=who,
-        registered_only=persisted.registered_only,
-    )
-    return app, warnings
+    return create_app(lambda: demo_backends(demo), limits, http, health, identity=who), warnings
 
 
 @dataclass(frozen=True)

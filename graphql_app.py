@@ -37,7 +37,6 @@ class InspectorGraphQL(GraphQL[Context, None]):
         limits: Limits,
         max_json_depth: int = 64,
         graphiql_on: bool = True,
-        registered_only: bool = False,
     ) -> None:
         # Off, a browser's GET for the IDE is answered like any other GET (a principal
         # needed, then a query needed).
@@ -46,7 +45,6 @@ class InspectorGraphQL(GraphQL[Context, None]):
         )
         self.limits = limits
         self.max_json_depth = max_json_depth
-        self.registered_only = registered_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,7 +78,9 @@ class InspectorGraphQL(GraphQL[Context, None]):
         data = await super().parse_http_body(request)
         if isinstance(data, GraphQLRequestData):
             # Persisted queries (``engine.persisted``): a registered document by its hash.
-            data.query = resolve(data.query, data.extensions, registry(), self.registered_only)
+            data.query = resolve(
+                data.query, data.extensions, registry(), self.limits.registered_only
+            )
         return data
 
     def decode_json(self, data: str | bytes) -> object:

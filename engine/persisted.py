@@ -11,21 +11,11 @@ document by ``extensions.persistedQuery.sha256Hash``, with or without its text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from openrl_inspect.engine.documents import Registry, sha256
 from openrl_inspect.engine.run import NOT_REGISTERED, PERSISTED_QUERY_NOT_FOUND
 from openrl_inspect.errors import BadRequest, RequestRefused
-
-
-@dataclass(frozen=True)
-class PersistedSettings:
-    """Which documents run. Env prefix ``OPENRL_INSPECT_PERSISTED_``."""
-
-    # Only the registered documents (the dashboard's, the REST routes' and tools'), by
-    # text or by hash: for a deployment whose clients are those alone.
-    registered_only: bool = False
 
 
 class PersistedQueryNotFound(RequestRefused):

@@ -54,12 +54,10 @@ class Engine:
         self,
         schema: strawberry.Schema,
         limits: Limits,
-        registered_only: bool = False,
         documents: Registry | None = None,
     ) -> None:
         self.schema = schema
         self.limits = limits
-        self.registered_only = registered_only
         self.documents = documents or registry()
 
     async def run(
@@ -75,7 +73,7 @@ class Engine:
         is a ``Document`` made by the caller (the GraphQL tool's)."""
         if isinstance(document, str):
             document = self.documents[document]
-        elif self.registered_only and not self.documents.holds(document.text):
+        elif self.limits.registered_only and not self.documents.holds(document.text):
             return Answer(None, [error("Only registered documents may run here.", NOT_REGISTERED)])
         if max_nodes is not None:
             refused = self._over(document.text, variables, max_nodes)

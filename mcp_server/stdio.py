@@ -20,9 +20,8 @@ from openrl_inspect.schema.root import build_schema
 async def serve(
     open_backends: Callable[[], AbstractAsyncContextManager[Backends]],
     limits: Limits,
-    registered_only: bool = False,
 ) -> None:
-    engine = Engine(build_schema(limits), limits, registered_only)
+    engine = Engine(build_schema(limits), limits)
     async with open_backends() as backends:
         server = build(engine, lambda ctx: (backends, ANONYMOUS_OPERATOR))
         await server.run_stdio_async()

@@ -66,32 +66,27 @@ async def _paged(
     return fitted(answer, budget, cursor, more)
 
 
-def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  # noqa: C901  # one closure per tool, each short
-    async def run(ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
-        backends, principal = caller(ctx)
-        return await engine.run(backends, principal, name, variables)
+class Tools:
+    """The tools over ``engine``, answering for whoever ``caller`` says is asking; their
+    titles and descriptions are in ``TOOLS``."""
 
-    @server.tool(
-        title="Models that need attention",
-        description="The models that most need a person, most urgent first (failed, lost ops, "
-        "stuck, stalled, waiting, slow), each with its verdict and top cause." + _BUDGET,
-        annotations=READ_ONLY,
-    )
+    def __init__(self, engine: Engine, caller: Caller) -> None:
+        self.engine = engine
+        self.caller = caller
+
+    async def _run(self, ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
+        backends, principal = self.caller(ctx)
+        return await self.engine.run(backends, principal, name, variables)
+
     async def attention(
+        self,
         ctx: Context,
         first: Annotated[int, Field(ge=1, le=50, description="Models to list.")] = 10,
     ) -> ToolAnswer:
-        return fitted(await run(ctx, "attention", {"first": first}), TOKENS)
+        return fitted(await self._run(ctx, "attention", {"first": first}), TOKENS)
 
-    @server.tool(
-        title="List models",
-        description="Models with their state, step count and placement. With `state`: the "
-        "models in that state, latest to enter it first. Without: live sessions' models, "
-        "newest session first (`session_state` CLOSED for closed ones). `owner` and "
-        "`session` filter the page." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def list_models(
+        self,
         ctx: Context,
         state: ModelState | None = None,
         owner: Annotated[str | None, Field(description="Only this session owner's.")] = None,
@@ -103,68 +98,45 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
             variables: dict[str, Any] = {"state": state, "after": cursor}
 
             async def page(n: int) -> Answer:
-                found = await run(ctx, "models_by_state", {**variables, "first": n})
+                found = await self._run(ctx, "models_by_state", {**variables, "first": n})
                 return _filter(found, ("models",), owner, session)
 
             return await _paged(page, 20, ("models",), TOKENS)
 
         async def sessions(n: int) -> Answer:
-            found = await run(
+            found = await self._run(
                 ctx, "inventory", {"state": session_state, "after": cursor, "first": n}
             )
             return _filter(found, ("sessions",), owner, session)
 
         return await _paged(sessions, 10, ("sessions",), TOKENS)
 
-    @server.tool(
-        title="Model summary (diagnosis)",
-        description="Why is this model slow, stuck, waiting or dead? Its verdict, the ranked "
-        "causes with their evidence (facts), and where to look next: the pods, nodes, the "
-        "Cloud Logging filter and window, a GraphQL query to drill in." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def model_summary(
+        self,
         ctx: Context,
         model_id: ModelId,
         steps: Annotated[int, Field(ge=1, le=100, description="Recent steps to judge.")] = 20,
     ) -> ToolAnswer:
-        return fitted(await run(ctx, "model_summary", {"id": model_id, "steps": steps}), TOKENS)
+        return fitted(
+            await self._run(ctx, "model_summary", {"id": model_id, "steps": steps}), TOKENS
+        )
 
-    @server.tool(
-        title="Session summary",
-        description="A session's models rolled up: counts by verdict, the worst models with "
-        "their top cause, pace, failed/lost/stuck ops." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def session_summary(
+        self,
         ctx: Context,
         session_id: Annotated[
             str, Field(description="The session's id.", min_length=1, max_length=128)
         ],
         worst: Annotated[int, Field(ge=1, le=20, description="Worst models to list.")] = 5,
     ) -> ToolAnswer:
-        answer = await run(ctx, "session_summary", {"id": session_id, "worst": worst})
+        answer = await self._run(ctx, "session_summary", {"id": session_id, "worst": worst})
         return fitted(answer, TOKENS)
 
-    @server.tool(
-        title="Why is it waiting",
-        description="Why a WAITING (or PLACED, not yet running) model has no GPUs, most likely "
-        "cause first: Kueue quota and admission, unschedulable pods, unallocated DRA claims, "
-        "with the queue position and shortfall." + _BUDGET,
-        annotations=READ_ONLY,
-    )
-    async def why_waiting(ctx: Context, model_id: ModelId) -> ToolAnswer:
-        return fitted(await run(ctx, "why_waiting", {"id": model_id}), TOKENS)
+    async def why_waiting(self, ctx: Context, model_id: ModelId) -> ToolAnswer:
+        return fitted(await self._run(ctx, "why_waiting", {"id": model_id}), TOKENS)
 
-    @server.tool(
-        title="Model logs",
-        description="A model's worker and client log lines, oldest first, over a window (the "
-        "last `minutes`, or `since`..`until` in ISO 8601; by default around a failure, else "
-        "the last hour), at least `severity`, containing `text`. Also the Cloud Logging "
-        "filter and Logs Explorer link for everything else." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def model_logs(
+        self,
         ctx: Context,
         model_id: ModelId,
         minutes: Annotated[
@@ -199,7 +171,7 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
         }
 
         async def page(n: int) -> Answer:
-            return await run(ctx, "logs", {**variables, "first": n})
+            return await self._run(ctx, "logs", {**variables, "first": n})
 
         found = await _paged(page, 50, ("model", "logs"), TOKENS)
         logs = ((found.data or {}).get("model") or {}).get("logs")
@@ -207,13 +179,8 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
             found.cursor = codec.encode(LOGS_CURSOR, found.cursor, logs["since"], logs["until"])
         return found
 
-    @server.tool(
-        title="GPU activity",
-        description="Per-GPU DCGM duty (0..1) over the last `window_seconds`: of the GPUs a "
-        "model held (`model_id`), or of a node's GPUs (`node`), with who holds each." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def gpu_activity(
+        self,
         ctx: Context,
         model_id: Annotated[str | None, Field(description="A model's id.", max_length=128)] = None,
         node: Annotated[str | None, Field(description="A node's name.", max_length=253)] = None,
@@ -222,45 +189,35 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
         if (model_id is None) == (node is None):
             raise ValueError("give exactly one of model_id or node")
         if model_id is not None:
-            answer = await run(ctx, "activity_model", {"model": model_id, "window": window_seconds})
+            answer = await self._run(
+                ctx, "activity_model", {"model": model_id, "window": window_seconds}
+            )
         else:
-            answer = await run(ctx, "activity_node", {"node": node, "window": window_seconds})
+            answer = await self._run(ctx, "activity_node", {"node": node, "window": window_seconds})
         return fitted(answer, TOKENS)
 
-    @server.tool(
-        title="Step timeline",
-        description="A model's last `last` steps, newest first: each step's duration and its "
-        "ops (kind, status, health, queue wait, duration, worker, error)." + _BUDGET,
-        annotations=READ_ONLY,
-    )
     async def step_timeline(
+        self,
         ctx: Context,
         model_id: ModelId,
         last: Annotated[int, Field(ge=1, le=100, description="Steps to show.")] = 10,
         cursor: Cursor = None,
     ) -> ToolAnswer:
         async def page(n: int) -> Answer:
-            return await run(
+            return await self._run(
                 ctx, "model_steps", {"id": model_id, "first": n, "after": cursor, "ops": 10}
             )
 
         return await _paged(page, last, ("model", "steps"), TOKENS)
 
-    @server.tool(
-        title="GraphQL query",
-        description="Any read query of the inspector's GraphQL API (the SDL is the resource "
-        f"`openrl-inspect://schema.graphql`), with a tighter cost limit: at most "
-        f"{GRAPHQL_MAX_NODES} nodes. Answers within {GRAPHQL_TOKENS} tokens (lists cut from "
-        "the end, `cut` says where); ask for smaller pages to see the rest.",
-        annotations=READ_ONLY,
-    )
     async def graphql(
+        self,
         ctx: Context,
         query: Annotated[str, Field(max_length=20000, description="A GraphQL query document.")],
         variables: Annotated[dict[str, Any] | None, Field(description="Its variables.")] = None,
     ) -> ToolAnswer:
-        backends, principal = caller(ctx)
-        answer = await engine.run(
+        backends, principal = self.caller(ctx)
+        answer = await self.engine.run(
             backends,
             principal,
             Document("graphql-tool", query),
@@ -268,6 +225,76 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:  #
             max_nodes=GRAPHQL_MAX_NODES,
         )
         return fitted(answer, GRAPHQL_TOKENS)
+
+
+#: name -> (title, description), in the order a client lists them.
+TOOLS: dict[str, tuple[str, str]] = {
+    "attention": (
+        "Models that need attention",
+        "The models that most need a person, most urgent first (failed, lost ops, "
+        "stuck, stalled, waiting, slow), each with its verdict and top cause." + _BUDGET,
+    ),
+    "list_models": (
+        "List models",
+        "Models with their state, step count and placement. With `state`: the "
+        "models in that state, latest to enter it first. Without: live sessions' models, "
+        "newest session first (`session_state` CLOSED for closed ones). `owner` and "
+        "`session` filter the page." + _BUDGET,
+    ),
+    "model_summary": (
+        "Model summary (diagnosis)",
+        "Why is this model slow, stuck, waiting or dead? Its verdict, the ranked "
+        "causes with their evidence (facts), and where to look next: the pods, nodes, the "
+        "Cloud Logging filter and window, a GraphQL query to drill in." + _BUDGET,
+    ),
+    "session_summary": (
+        "Session summary",
+        "A session's models rolled up: counts by verdict, the worst models with "
+        "their top cause, pace, failed/lost/stuck ops." + _BUDGET,
+    ),
+    "why_waiting": (
+        "Why is it waiting",
+        "Why a WAITING (or PLACED, not yet running) model has no GPUs, most likely "
+        "cause first: Kueue quota and admission, unschedulable pods, unallocated DRA claims, "
+        "with the queue position and shortfall." + _BUDGET,
+    ),
+    "model_logs": (
+        "Model logs",
+        "A model's worker and client log lines, oldest first, over a window (the "
+        "last `minutes`, or `since`..`until` in ISO 8601; by default around a failure, else "
+        "the last hour), at least `severity`, containing `text`. Also the Cloud Logging "
+        "filter and Logs Explorer link for everything else." + _BUDGET,
+    ),
+    "gpu_activity": (
+        "GPU activity",
+        "Per-GPU DCGM duty (0..1) over the last `window_seconds`: of the GPUs a "
+        "model held (`model_id`), or of a node's GPUs (`node`), with who holds each." + _BUDGET,
+    ),
+    "step_timeline": (
+        "Step timeline",
+        "A model's last `last` steps, newest first: each step's duration and its "
+        "ops (kind, status, health, queue wait, duration, worker, error)." + _BUDGET,
+    ),
+    "graphql": (
+        "GraphQL query",
+        "Any read query of the inspector's GraphQL API (the SDL is the resource "
+        f"`openrl-inspect://schema.graphql`), with a tighter cost limit: at most "
+        f"{GRAPHQL_MAX_NODES} nodes. Answers within {GRAPHQL_TOKENS} tokens (lists cut from "
+        "the end, `cut` says where); ask for smaller pages to see the rest.",
+    ),
+}
+
+
+def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:
+    tools = Tools(engine, caller)
+    for name, (title, description) in TOOLS.items():
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            title=title,
+            description=description,
+            annotations=READ_ONLY,
+        )
 
     @server.resource(
         "openrl-inspect://schema.graphql",

@@ -82,10 +82,20 @@ def test_the_registry_holds_the_dashboards_and_the_routes_documents() -> None:
 
 @asynccontextmanager
 async def cli_app(argv: list[str], env: Mapping[str, str]) -> AsyncIterator[httpx.AsyncClient]:
-    """The demo app as ``openrl-inspect`` builds it from ``argv`` and ``env``."""
-    args = cli._parser().parse_args(["demo", *argv])
+    """The demo app as ``openrl-inspect demo`` builds it from ``argv`` and ``env`` (its
+    settings read by ``main``; the app served here instead of on a socket)."""
     env = {"OPENRL_INSPECT_DEMO_TICK_S": "3600", **env}
-    app, _ = cli._app(args, env, Limits(), cli.ServerSettings(), HttpSettings(), HealthSettings(0))
+    built: list[Any] = []
+
+    def serve(args: Any, env: Mapping[str, str], limits: Limits) -> int:
+        http, health = HttpSettings(), HealthSettings(0)
+        built.append(cli._app(args, env, limits, cli.ServerSettings(), http, health)[0])
+        return 0
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "_serve", serve)
+        assert cli.main(["demo", *argv], env) == 0
+    (app,) = built
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
@@ -110,7 +120,7 @@ async def runs_free_text(argv: list[str], env: Mapping[str, str]) -> bool:
 
 
 async def test_registered_only_comes_from_the_flag_then_the_environment() -> None:
-    on = {"OPENRL_INSPECT_PERSISTED_REGISTERED_ONLY": "true"}
+    on = {"OPENRL_INSPECT_LIMITS_REGISTERED_ONLY": "true"}
     assert await runs_free_text([], {}) is True
     assert await runs_free_text([], on) is False
     assert await runs_free_text(["--registered-only"], {}) is False
@@ -122,8 +132,8 @@ async def test_registered_only_holds_for_the_engine_too() -> None:
     from openrl_inspect.context import Backends
     from support.harness import fake_server
 
-    limits = Limits()
-    engine = Engine(build_schema(limits), limits, registered_only=True)
+    limits = Limits(registered_only=True)
+    engine = Engine(build_schema(limits), limits)
     backends = Backends(state=RedisStateStore.in_memory(fake_server()))
     free = Document("tool", "{ attention(first: 1) { needing } }")
     refused = await engine.run(backends, ANONYMOUS_OPERATOR, free)
