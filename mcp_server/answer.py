@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any
 
+from mcp.types import CallToolResult, TextContent
 from openrl_inspect.engine import Answer
 from openrl_inspect.mcp_server.budget import cut, tokens
 from pydantic import BaseModel, Field
@@ -54,10 +56,16 @@ def fitted(
     answer: Answer, budget: int, cursor: str | None = None, more: bool = False
 ) -> ToolAnswer:
     """``answer`` cut to ``budget`` tokens (its errors are kept whole: they are short)."""
-    data, notes = cut(answer.data, budget - 150) if answer.data is not None else (None, [])
+    errors = errors_of(answer)
+    shell = ToolAnswer(
+        data=None, errors=errors, truncated=True, cursor=cursor, tokens=0, budget=budget
+    )
+    # Room for the data: the budget less the envelope, and less the notes a cut writes.
+    room = budget - tokens(shell.model_dump(mode="json")) - 60
+    data, notes = cut(answer.data, room) if answer.data is not None else (None, [])
     result = ToolAnswer(
         data=data,
-        errors=errors_of(answer),
+        errors=errors,
         truncated=bool(notes) or more or cursor is not None,
         cut=notes,
         cursor=cursor,
@@ -66,3 +74,16 @@ def fitted(
     )
     result.tokens = tokens(result.model_dump(mode="json"))
     return result
+
+
+#: What a tool returns: a ``ToolAnswer`` (its output schema), sent as is.
+Result = Annotated[CallToolResult, ToolAnswer]
+
+
+def compact(answer: ToolAnswer) -> CallToolResult:
+    """The answer as structured content and as compact JSON text: the SDK would indent
+    the text, and a client that reads the text alone would pay half as many tokens again
+    as the budget counts."""
+    dump = answer.model_dump(mode="json")
+    text = json.dumps(dump, separators=(",", ":"), ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dump)

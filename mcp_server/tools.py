@@ -17,7 +17,7 @@ from openrl_inspect import cursor as codec
 from openrl_inspect.context import Backends
 from openrl_inspect.engine import Answer, Document, Engine, error
 from openrl_inspect.errors import InvalidInput
-from openrl_inspect.mcp_server.answer import ToolAnswer, fitted
+from openrl_inspect.mcp_server.answer import Result, ToolAnswer, compact, fitted
 from openrl_inspect.mcp_server.budget import TOKENS, tokens
 from openrl_inspect.principal import Principal
 from pydantic import Field
@@ -54,15 +54,21 @@ def _page(data: Any, *path: str) -> tuple[str | None, bool]:
 
 
 async def _paged(
-    run: Callable[[int], Awaitable[Answer]], first: int, path: tuple[str, ...], budget: int
+    run: Callable[[int], Awaitable[Answer]],
+    first: int,
+    path: tuple[str, ...],
+    budget: int,
+    wrap: Callable[[str, Any], str] | None = None,
 ) -> ToolAnswer:
     """Ask for ``first`` items, then fewer until the answer fits: the cursor then goes
-    on from the last item shown."""
+    on from the last item shown. ``wrap`` makes the tool's cursor of the API's."""
     answer = await run(first)
-    while first > 1 and answer.data is not None and tokens(answer.data) > budget - 150:
+    while first > 1 and answer.data is not None and tokens(answer.data) > budget - 300:
         first = max(1, first // 2)
         answer = await run(first)
     cursor, more = _page(answer.data, *path)
+    if cursor is not None and wrap is not None:
+        cursor = wrap(cursor, answer.data)
     return fitted(answer, budget, cursor, more)
 
 
@@ -82,8 +88,8 @@ class Tools:
         self,
         ctx: Context,
         first: Annotated[int, Field(ge=1, le=50, description="Models to list.")] = 10,
-    ) -> ToolAnswer:
-        return fitted(await self._run(ctx, "attention", {"first": first}), TOKENS)
+    ) -> Result:
+        return compact(fitted(await self._run(ctx, "attention", {"first": first}), TOKENS))
 
     async def list_models(
         self,
@@ -93,7 +99,7 @@ class Tools:
         session: Annotated[str | None, Field(description="Only this session's.")] = None,
         session_state: Literal["LIVE", "CLOSED"] = "LIVE",
         cursor: Cursor = None,
-    ) -> ToolAnswer:
+    ) -> Result:
         if state is not None:
             variables: dict[str, Any] = {"state": state, "after": cursor}
 
@@ -101,7 +107,7 @@ class Tools:
                 found = await self._run(ctx, "models_by_state", {**variables, "first": n})
                 return _filter(found, ("models",), owner, session)
 
-            return await _paged(page, 20, ("models",), TOKENS)
+            return compact(await _paged(page, 20, ("models",), TOKENS))
 
         async def sessions(n: int) -> Answer:
             found = await self._run(
@@ -109,17 +115,16 @@ class Tools:
             )
             return _filter(found, ("sessions",), owner, session)
 
-        return await _paged(sessions, 10, ("sessions",), TOKENS)
+        return compact(await _paged(sessions, 10, ("sessions",), TOKENS))
 
     async def model_summary(
         self,
         ctx: Context,
         model_id: ModelId,
         steps: Annotated[int, Field(ge=1, le=100, description="Recent steps to judge.")] = 20,
-    ) -> ToolAnswer:
-        return fitted(
-            await self._run(ctx, "model_summary", {"id": model_id, "steps": steps}), TOKENS
-        )
+    ) -> Result:
+        answer = await self._run(ctx, "model_summary", {"id": model_id, "steps": steps})
+        return compact(fitted(answer, TOKENS))
 
     async def session_summary(
         self,
@@ -128,12 +133,12 @@ class Tools:
             str, Field(description="The session's id.", min_length=1, max_length=128)
         ],
         worst: Annotated[int, Field(ge=1, le=20, description="Worst models to list.")] = 5,
-    ) -> ToolAnswer:
+    ) -> Result:
         answer = await self._run(ctx, "session_summary", {"id": session_id, "worst": worst})
-        return fitted(answer, TOKENS)
+        return compact(fitted(answer, TOKENS))
 
-    async def why_waiting(self, ctx: Context, model_id: ModelId) -> ToolAnswer:
-        return fitted(await self._run(ctx, "why_waiting", {"id": model_id}), TOKENS)
+    async def why_waiting(self, ctx: Context, model_id: ModelId) -> Result:
+        return compact(fitted(await self._run(ctx, "why_waiting", {"id": model_id}), TOKENS))
 
     async def model_logs(
         self,
@@ -149,14 +154,14 @@ class Tools:
             str | None, Field(max_length=256, description="Only lines containing this.")
         ] = None,
         cursor: Cursor = None,
-    ) -> ToolAnswer:
+    ) -> Result:
         after = None
         if cursor is not None:
             # The window travels with the cursor: "the last hour" must not move under it.
             try:
                 after, since_s, until_s = codec.decode(LOGS_CURSOR, cursor, 3)
             except InvalidInput as exc:
-                return fitted(Answer(None, [error(exc.message, "BAD_INPUT")]), TOKENS)
+                return compact(fitted(Answer(None, [error(exc.message, "BAD_INPUT")]), TOKENS))
             since, until = datetime.fromisoformat(since_s), datetime.fromisoformat(until_s)
         elif minutes is not None:
             until = datetime.now(UTC)
@@ -173,11 +178,11 @@ class Tools:
         async def page(n: int) -> Answer:
             return await self._run(ctx, "logs", {**variables, "first": n})
 
-        found = await _paged(page, 50, ("model", "logs"), TOKENS)
-        logs = ((found.data or {}).get("model") or {}).get("logs")
-        if found.cursor is not None and isinstance(logs, dict):
-            found.cursor = codec.encode(LOGS_CURSOR, found.cursor, logs["since"], logs["until"])
-        return found
+        def window(after: str, data: Any) -> str:
+            logs = data["model"]["logs"]
+            return codec.encode(LOGS_CURSOR, after, logs["since"], logs["until"])
+
+        return compact(await _paged(page, 50, ("model", "logs"), TOKENS, window))
 
     async def gpu_activity(
         self,
@@ -185,7 +190,7 @@ class Tools:
         model_id: Annotated[str | None, Field(description="A model's id.", max_length=128)] = None,
         node: Annotated[str | None, Field(description="A node's name.", max_length=253)] = None,
         window_seconds: Annotated[float, Field(gt=0, le=31 * 86400)] = 3600,
-    ) -> ToolAnswer:
+    ) -> Result:
         if (model_id is None) == (node is None):
             raise ValueError("give exactly one of model_id or node")
         if model_id is not None:
@@ -194,7 +199,7 @@ class Tools:
             )
         else:
             answer = await self._run(ctx, "activity_node", {"node": node, "window": window_seconds})
-        return fitted(answer, TOKENS)
+        return compact(fitted(answer, TOKENS))
 
     async def step_timeline(
         self,
@@ -202,20 +207,20 @@ class Tools:
         model_id: ModelId,
         last: Annotated[int, Field(ge=1, le=100, description="Steps to show.")] = 10,
         cursor: Cursor = None,
-    ) -> ToolAnswer:
+    ) -> Result:
         async def page(n: int) -> Answer:
             return await self._run(
                 ctx, "model_steps", {"id": model_id, "first": n, "after": cursor, "ops": 10}
             )
 
-        return await _paged(page, last, ("model", "steps"), TOKENS)
+        return compact(await _paged(page, last, ("model", "steps"), TOKENS))
 
     async def graphql(
         self,
         ctx: Context,
         query: Annotated[str, Field(max_length=20000, description="A GraphQL query document.")],
         variables: Annotated[dict[str, Any] | None, Field(description="Its variables.")] = None,
-    ) -> ToolAnswer:
+    ) -> Result:
         backends, principal = self.caller(ctx)
         answer = await self.engine.run(
             backends,
@@ -224,7 +229,7 @@ class Tools:
             variables,
             max_nodes=GRAPHQL_MAX_NODES,
         )
-        return fitted(answer, GRAPHQL_TOKENS)
+        return compact(fitted(answer, GRAPHQL_TOKENS))
 
 
 #: name -> (title, description), in the order a client lists them.
