@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from openrl_inspect.engine import Answer, Engine, error
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
+from openrl_inspect.request_guard import RECORD, RequestRecord
 from openrl_inspect.rest.params import ID_PATTERN, BadParameter, Param, parse_all
 from openrl_inspect.rest.status import status
 from starlette.requests import Request
@@ -242,6 +243,14 @@ def _next(request: Request, spec: RouteSpec, data: dict[str, Any] | None) -> str
     return f"{request.url.path}?{urlencode(query)}"
 
 
+def _log(request: Request, operation: str, codes: list[str]) -> None:
+    # The request's log line names the document and its codes, as for /graphql.
+    record = request.scope.get(RECORD)
+    if isinstance(record, RequestRecord):
+        record.operation = operation
+        record.codes.extend(codes)
+
+
 def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         query: dict[str, list[str]] = {}
@@ -252,9 +261,11 @@ def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
             name, root = spec.choose(variables) if spec.choose else (spec.name, spec.root)
         except BadParameter as exc:
             body = {"data": None, "errors": [error(exc.message, "BAD_INPUT", parameter=exc.name)]}
+            _log(request, spec.name, ["BAD_INPUT"])
             return _json(body, 400)
         principal = request.scope.get(SCOPE_KEY, NOBODY)
         answer: Answer = await engine.run(request.app.state.backends, principal, name, variables)
+        _log(request, name, answer.codes)
         out = answer.body()
         if spec.page is not None:
             out["next"] = _next(request, spec, answer.data)

@@ -48,7 +48,7 @@ def test_the_served_document_is_the_one_checked(base: str) -> None:
 
 @schema.parametrize()
 @settings(
-    max_examples=20,
+    max_examples=30,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

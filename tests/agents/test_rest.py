@@ -4,6 +4,7 @@ is the GraphQL endpoint's answer to the same document (one engine)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,16 @@ async def test_routes_need_a_principal_and_a_viewer_is_refused_raw_promql(
         raw = await client.get(f"{PREFIX}/query", params={"query": "up"}, headers=auth)
     assert raw.status_code == 403
     assert raw.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_the_request_log_names_the_document_and_its_codes(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "openrl_inspect.request")
+    await client.get(f"{PREFIX}/models/no-such-model/summary")
+    await client.get(f"{PREFIX}/inventory?first=0")
+    lines = [r for r in caplog.records if r.name == "openrl_inspect.request"]
+    assert [(r.operation, r.codes) for r in lines] == [  # type: ignore[attr-defined]
+        ("model_summary", ["NOT_FOUND"]),
+        ("inventory", ["BAD_INPUT"]),
+    ]
