@@ -42,6 +42,8 @@ class Param:
     exclusive_minimum: bool = False
     choices: tuple[str, ...] = ()
     pattern: str | None = None
+    # A filter the route applies to the page itself, not a variable of the document.
+    local: bool = False
 
     @property
     def var(self) -> str:

@@ -71,6 +71,8 @@ class RouteSpec:
     page: tuple[str, ...] | None = None  # where the pageInfo is, under data
     # Several documents: which one a request runs, from its variables.
     choose: Callable[[dict[str, Any]], tuple[str, str]] | None = None
+    # Filters of the page (``Param.local``): applied to the answer, in place.
+    narrow: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
 
     @property
     def name(self) -> str:
@@ -88,12 +90,24 @@ def _activity(variables: dict[str, Any]) -> tuple[str, str]:
     }[given[0]]
 
 
+def _inventory(data: dict[str, Any], filters: dict[str, Any]) -> None:
+    page = data.get("sessions") or {}
+    owner, state = filters.get("owner"), filters.get("modelState")
+    if owner is not None:
+        page["nodes"] = [s for s in page.get("nodes") or [] if s and s["owner"] == owner]
+    for session in page.get("nodes") or []:
+        models = (session or {}).get("models") or {}
+        if state is not None and "nodes" in models:
+            models["nodes"] = [m for m in models["nodes"] if m and m["state"] == state]
+
+
 SPECS: tuple[RouteSpec, ...] = (
     RouteSpec(
         "/inventory",
         "Sessions and their models, with placement and live cluster state",
         "Sessions newest first, each with its models: state, step count, latest placement "
-        "(node, GPUs) and live pods. Filter sessions by `state`; page with `after`.",
+        "(node, GPUs) and live pods. Filter sessions by `state`; page with `after`. `owner` "
+        "and `modelState` filter each page (counts stay those of the page before filtering).",
         ("inventory",),
         "sessions",
         (
@@ -106,8 +120,13 @@ SPECS: tuple[RouteSpec, ...] = (
             _first(10, 50, what="Sessions"),
             AFTER,
             _first(20, 50, name="models", what="Models of each session"),
+            Param("owner", "string", "Only this owner's sessions.", local=True),
+            Param(
+                "modelState", "enum", "Only models in this state.", choices=MODEL_STATES, local=True
+            ),
         ),
         page=("sessions",),
+        narrow=_inventory,
     ),
     RouteSpec(
         "/models/{id}/summary",
@@ -263,9 +282,13 @@ def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
             body = {"data": None, "errors": [error(exc.message, "BAD_INPUT", parameter=exc.name)]}
             _log(request, spec.name, ["BAD_INPUT"])
             return _json(body, 400)
+        local = {p.var for p in spec.params if p.local}
+        filters = {k: variables.pop(k) for k in local if k in variables}
         principal = request.scope.get(SCOPE_KEY, NOBODY)
         answer: Answer = await engine.run(request.app.state.backends, principal, name, variables)
         _log(request, name, answer.codes)
+        if spec.narrow is not None and answer.data is not None:
+            spec.narrow(answer.data, filters)
         out = answer.body()
         if spec.page is not None:
             out["next"] = _next(request, spec, answer.data)

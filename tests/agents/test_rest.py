@@ -189,3 +189,18 @@ async def test_the_request_log_names_the_document_and_its_codes(
         ("model_summary", ["NOT_FOUND"]),
         ("inventory", ["BAD_INPUT"]),
     ]
+
+
+async def test_inventory_filters_its_page_by_owner_and_model_state(
+    client: httpx.AsyncClient,
+) -> None:
+    whole = (await client.get(f"{PREFIX}/inventory?first=50")).json()["data"]["sessions"]["nodes"]
+    owner = whole[0]["owner"]
+    resp = await client.get(f"{PREFIX}/inventory?first=50&owner={owner}&modelState=ACTIVE")
+    body = resp.json()
+    conforms("/inventory", 200, body)
+    sessions = body["data"]["sessions"]["nodes"]
+    assert sessions and {s["owner"] for s in sessions} == {owner}
+    assert len(sessions) < len(whole)  # another owner's sessions were there, and left out
+    states = {m["state"] for s in sessions for m in s["models"]["nodes"]}
+    assert states == {"ACTIVE"}
