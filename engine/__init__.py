@@ -8,7 +8,8 @@ The documents are ``.graphql`` files (``engine/documents/``, the dashboard's in
 ``static/ui/queries/``); ``registry`` names them and hashes them for persisted queries.
 """
 
+from openrl_inspect.engine import narrow
 from openrl_inspect.engine.documents import Document, Registry, registry
 from openrl_inspect.engine.run import Answer, Engine, error
 
-__all__ = ["Answer", "Document", "Engine", "Registry", "error", "registry"]
+__all__ = ["Answer", "Document", "Engine", "Registry", "error", "narrow", "registry"]

@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from openrl_inspect import cursor as codec
 from openrl_inspect.context import Backends
-from openrl_inspect.engine import Answer, Document, Engine, error
+from openrl_inspect.engine import Answer, Document, Engine, error, narrow
 from openrl_inspect.errors import InvalidInput
 from openrl_inspect.mcp_server.answer import Result, ToolAnswer, compact, fitted
 from openrl_inspect.mcp_server.budget import TOKENS, tokens
@@ -105,7 +105,9 @@ class Tools:
 
             async def page(n: int) -> Answer:
                 found = await self._run(ctx, "models_by_state", {**variables, "first": n})
-                return _filter(found, ("models",), owner, session)
+                if found.data is not None:
+                    narrow.models(found.data, owner, session)
+                return found
 
             return compact(await _paged(page, 20, ("models",), TOKENS))
 
@@ -113,7 +115,9 @@ class Tools:
             found = await self._run(
                 ctx, "inventory", {"state": session_state, "after": cursor, "first": n}
             )
-            return _filter(found, ("sessions",), owner, session)
+            if found.data is not None:
+                narrow.inventory(found.data, owner, session)
+            return found
 
         return compact(await _paged(sessions, 10, ("sessions",), TOKENS))
 
@@ -310,34 +314,3 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:
     )
     def schema() -> str:
         return str(engine.schema.as_str())
-
-
-def _filter(
-    answer: Answer, path: tuple[str, ...], owner: str | None, session: str | None
-) -> Answer:
-    """Keep the page's models of ``owner`` and ``session`` (the cursor is the page's)."""
-    if answer.data is None or (owner is None and session is None):
-        return answer
-    node: Any = answer.data
-    for key in path:
-        node = node.get(key) if isinstance(node, dict) else None
-    if not isinstance(node, dict):
-        return answer
-    items = node.get("nodes") or []
-    if path == ("models",):
-        node["nodes"] = [
-            m
-            for m in items
-            if m
-            and (session is None or m.get("sessionId") == session)
-            and (owner is None or (m.get("session") or {}).get("owner") == owner)
-        ]
-    else:
-        node["nodes"] = [
-            s
-            for s in items
-            if s
-            and (session is None or s.get("id") == session)
-            and (owner is None or s.get("owner") == owner)
-        ]
-    return answer

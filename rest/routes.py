@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from openrl_inspect.engine import Answer, Engine, error
+from openrl_inspect.engine import Answer, Engine, error, narrow
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_guard import RECORD, RequestRecord
 from openrl_inspect.rest.params import ID_PATTERN, BadParameter, Param, parse_all
@@ -91,14 +91,7 @@ def _activity(variables: dict[str, Any]) -> tuple[str, str]:
 
 
 def _inventory(data: dict[str, Any], filters: dict[str, Any]) -> None:
-    page = data.get("sessions") or {}
-    owner, state = filters.get("owner"), filters.get("modelState")
-    if owner is not None:
-        page["nodes"] = [s for s in page.get("nodes") or [] if s and s["owner"] == owner]
-    for session in page.get("nodes") or []:
-        models = (session or {}).get("models") or {}
-        if state is not None and "nodes" in models:
-            models["nodes"] = [m for m in models["nodes"] if m and m["state"] == state]
+    narrow.inventory(data, owner=filters.get("owner"), model_state=filters.get("modelState"))
 
 
 SPECS: tuple[RouteSpec, ...] = (

@@ -129,6 +129,12 @@ async def test_every_tool_fits_its_budget_and_pages_on(base: str) -> None:
         assert len(steps["data"]["model"]["steps"]["nodes"]) <= 3 and steps["cursor"]
         by_state = await call(session, "list_models", state="ACTIVE")
         assert by_state["data"]["models"]["nodes"]
+        owners = {s["owner"] for s in sessions}
+        assert len(owners) > 1
+        bobs = await call(session, "list_models", owner="bob")
+        assert {s["owner"] for s in bobs["data"]["sessions"]["nodes"]} == {"bob"}
+        active = await call(session, "list_models", state="ACTIVE", owner="bob")
+        assert {m["session"]["owner"] for m in active["data"]["models"]["nodes"]} == {"bob"}
         for tool, args in (
             ("session_summary", {"session_id": sessions[0]["id"]}),
             ("why_waiting", {"model_id": mid}),
