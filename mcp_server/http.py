@@ -47,7 +47,10 @@ class McpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
     def routes(self, prefix: str) -> list[Route]:
-        return [Route(f"{prefix}/mcp", self, methods=["GET", "POST", "DELETE"])]
+        # POST only: stateless, the server never speaks first, so a GET's event stream
+        # would stay open for nothing (the spec's answer to it is 405), and there is no
+        # session to DELETE.
+        return [Route(f"{prefix}/mcp", self, methods=["POST"])]
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Any]:

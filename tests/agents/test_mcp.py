@@ -152,6 +152,13 @@ async def test_every_tool_fits_its_budget_and_pages_on(base: str) -> None:
         assert big["budget"] > TOKENS
 
 
+async def test_the_endpoint_takes_posts_only(base: str) -> None:
+    # A GET would open an event stream the stateless server never writes to.
+    async with httpx.AsyncClient(timeout=10) as http:
+        got = await http.get(f"{base}{PREFIX}/mcp", headers={"accept": "text/event-stream"})
+    assert got.status_code == 405
+
+
 async def test_the_graphql_tool_has_a_tighter_cost_limit(base: str) -> None:
     query = "{ sessions(first: 100) { nodes { models(first: 100) { nodes { steps(first: 5) { nodes { number } } } } } } }"
     async with over_http(base) as session:
