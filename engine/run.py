@@ -19,6 +19,8 @@ from openrl_inspect.engine.documents import Document, Registry, registry
 from openrl_inspect.principal import Principal
 from openrl_inspect.schema.admission import cost_limits
 from openrl_inspect.schema.cost import query_cost
+from strawberry.exceptions import MissingQueryError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 
 #: Apollo's codes for a persisted query the server does not hold, and for a text that
 #: is not one of the registered documents when only those may run.
@@ -80,9 +82,15 @@ class Engine:
             if refused is not None:
                 return Answer(None, [refused])
         context = Context.build(backends, self.limits, principal)
-        result = await self.schema.execute(
-            document.text, variable_values=variables, context_value=context
-        )
+        try:
+            result = await self.schema.execute(
+                document.text, variable_values=variables, context_value=context
+            )
+        except (MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError):
+            # No query operation to run (empty text, several unnamed operations, a
+            # mutation): what /graphql answers 400.
+            refusal = "The document has no single query operation to run."
+            return Answer(None, [error(refusal, "BAD_REQUEST")])
         errors = [dict(e.formatted) for e in result.errors or ()]
         return Answer(result.data, errors)
 
@@ -97,8 +105,9 @@ class Engine:
         cost = query_cost(self.schema._schema, parsed, None, variables, bounds)
         if cost.exceeded is None:
             return None
+        limit = max_nodes if cost.exceeded == "nodes" else getattr(bounds, f"max_{cost.exceeded}")
         return error(
-            f"This query asks for more than {max_nodes} nodes here (the cost counts "
-            f"{cost.nodes} so far). Ask for smaller pages (first) or fewer nested lists.",
+            f"This query asks for more than {limit} {cost.exceeded} here. Ask for smaller "
+            "pages (first), fewer nested lists or fewer aliases.",
             "QUERY_TOO_COSTLY",
         )

@@ -140,3 +140,20 @@ async def test_registered_only_holds_for_the_engine_too() -> None:
     assert refused.data is None and refused.codes == ["PERSISTED_QUERY_NOT_IN_LIST"]
     shipped = await engine.run(backends, ANONYMOUS_OPERATOR, "attention", {"first": 1})
     assert shipped.codes == [] and shipped.data is not None
+
+
+async def test_free_text_without_one_query_is_refused_not_raised() -> None:
+    from openrl_inspect.adapters.redis import RedisStateStore
+    from openrl_inspect.context import Backends
+    from support.harness import fake_server
+
+    limits = Limits()
+    engine = Engine(build_schema(limits), limits)
+    backends = Backends(state=RedisStateStore.in_memory(fake_server()))
+    empty = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", ""))
+    assert empty.data is None and empty.codes == ["BAD_REQUEST"]
+    comment = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", "# no operation\n"))
+    assert comment.data is None and comment.codes == ["GRAPHQL_VALIDATION_FAILED"]
+    deep = "{ sessions { nodes { models { nodes { steps { nodes { number } } } } } } }"
+    costly = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", deep), max_nodes=100)
+    assert costly.codes == ["QUERY_TOO_COSTLY"] and "100 nodes" in costly.errors[0]["message"]
