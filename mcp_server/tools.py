@@ -26,8 +26,11 @@ from pydantic import Field
 #: stdio has its own.
 Caller = Callable[[Context], tuple[Backends, Principal]]
 
+# The GraphQL enums' names, spelt out for the tools' input schemas (a test holds them
+# to the schema's).
 ModelState = Literal["WAITING", "PLACED", "ACTIVE", "FAILED", "ENDED"]
 Severity = Literal["DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"]
+SessionState = Literal["LIVE", "CLOSED"]
 #: The GraphQL tool's node cost limit: a tenth of an ordinary request's default.
 GRAPHQL_MAX_NODES = 25_000
 GRAPHQL_TOKENS = 4000
@@ -35,7 +38,8 @@ LOGS_CURSOR = "mcp-logs"
 
 ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
 Cursor = Annotated[
-    str | None, Field(description="The `cursor` of the previous answer, to go on.", max_length=2048)
+    str | None,
+    Field(description="The `cursor` of the previous answer, to go on.", max_length=codec.MAX_CHARS),
 ]
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -97,7 +101,7 @@ class Tools:
         state: ModelState | None = None,
         owner: Annotated[str | None, Field(description="Only this session owner's.")] = None,
         session: Annotated[str | None, Field(description="Only this session's.")] = None,
-        session_state: Literal["LIVE", "CLOSED"] = "LIVE",
+        session_state: SessionState = "LIVE",
         cursor: Cursor = None,
     ) -> Result:
         if state is not None:

@@ -13,28 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from openrl_inspect import domain
 from openrl_inspect.engine import Answer, Engine, error, narrow
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_guard import RECORD, RequestRecord
 from openrl_inspect.rest.params import ID_PATTERN, BadParameter, Param, parse_all
 from openrl_inspect.rest.status import status
+from openrl_inspect.schema.logs.types import LogSeverity
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 WINDOW_MAX = 31 * 86400.0
-MODEL_STATES = ("WAITING", "PLACED", "ACTIVE", "FAILED", "ENDED")
-SEVERITIES = (
-    "DEFAULT",
-    "DEBUG",
-    "INFO",
-    "NOTICE",
-    "WARNING",
-    "ERROR",
-    "CRITICAL",
-    "ALERT",
-    "EMERGENCY",
-)
+# The GraphQL enums' names (Strawberry names each value by its member's name).
+MODEL_STATES = tuple(s.name for s in domain.ModelState)
+SEVERITIES = tuple(s.name for s in LogSeverity)
 
 
 def _id(name: str = "id", what: str = "model") -> Param:
@@ -108,7 +101,7 @@ SPECS: tuple[RouteSpec, ...] = (
                 "state",
                 "enum",
                 "Live or closed sessions (default LIVE).",
-                choices=("LIVE", "CLOSED"),
+                choices=tuple(s.name for s in domain.SessionState),
             ),
             _first(10, 50, what="Sessions"),
             AFTER,

@@ -38,3 +38,21 @@ def test_an_answer_states_its_size_budget_and_cut() -> None:
     assert fit.truncated and fit.cut and fit.cursor == "next-page"
     whole = fitted(Answer({"x": [1]}), 1000)
     assert not whole.truncated and whole.cut == [] and whole.cursor is None
+
+
+def test_the_tools_enums_are_the_schemas() -> None:
+    from typing import get_args
+
+    from openrl_inspect.mcp_server import tools
+    from openrl_inspect.schema.root import build_schema
+
+    schema = build_schema()._schema
+    for literal, name in (
+        (tools.ModelState, "ModelState"),
+        (tools.SessionState, "SessionState"),
+        (tools.Severity, "LogSeverity"),
+    ):
+        kind = schema.get_type(name)
+        assert kind is not None
+        assert set(get_args(literal)) <= set(kind.values), name  # type: ignore[attr-defined]
+    assert set(get_args(tools.ModelState)) == set(schema.get_type("ModelState").values)  # type: ignore[union-attr]
