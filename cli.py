@@ -1,5 +1,5 @@
 """``openrl-inspect``: serve the API on real backends, run the demo, export the schema,
-issue bearer tokens.
+issue bearer tokens; for agents and scripts, the MCP tools over stdio and a summary.
 
 Settings come from the command line, then the environment, then defaults.
 """

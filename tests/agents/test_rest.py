@@ -204,3 +204,34 @@ async def test_inventory_filters_its_page_by_owner_and_model_state(
     assert len(sessions) < len(whole)  # another owner's sessions were there, and left out
     states = {m["state"] for s in sessions for m in s["models"]["nodes"]}
     assert states == {"ACTIVE"}
+
+
+async def test_a_backend_down_is_503_and_a_part_missing_is_200_with_errors() -> None:
+    from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
+    from openrl_inspect.simulator import SimConfig
+    from support.harness import app_client, fake_server, populate
+    from support.ports import free_port
+
+    # Nothing listens there: every Redis call fails.
+    dead = RedisSettings(url=f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.5)
+    async with app_client(RedisStateStore.from_settings(dead)) as client:
+        down = await client.get(f"{PREFIX}/attention")
+    assert down.status_code == 503
+    error = down.json()["errors"][0]["extensions"]
+    assert error["code"].startswith("BACKEND_") and error["backend"] == "redis"
+    conforms("/attention", 503, down.json())
+
+    # Redis alone: a model answers, its live pods (Kubernetes) cannot.
+    import fakeredis
+
+    server = fake_server()
+    writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    sim = await populate(writer, SimConfig(seed=3, sessions=1))
+    model = sorted(sim.models)[0]
+    async with app_client(RedisStateStore.in_memory(server)) as client:
+        part = await client.get(f"{PREFIX}/models/{model}")
+    body = part.json()
+    assert part.status_code == 200 and body["data"]["model"]["id"] == model
+    assert body["data"]["model"]["pods"] is None
+    assert "BACKEND_NOT_CONFIGURED" in {e["extensions"]["code"] for e in body["errors"]}
+    conforms("/models/{id}", 200, body)
