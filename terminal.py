@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from openrl_inspect import settings
 
@@ -140,11 +141,15 @@ def _summary(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -
     elif args.session:
         name, path, variables = (
             "session_summary",
-            f"/sessions/{args.session}/summary",
+            f"/sessions/{quote(args.session)}/summary",
             {"id": args.session},
         )
     else:
-        name, path, variables = "model_summary", f"/models/{args.model}/summary", {"id": args.model}
+        name, path, variables = (
+            "model_summary",
+            f"/models/{quote(args.model)}/summary",
+            {"id": args.model},
+        )
     if client.url:
         status, body = _over_http(client, path)
     else:
