@@ -48,7 +48,7 @@ async def over_http(url: str, token: str | None = None) -> AsyncIterator[ClientS
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0)) as http,
         streamable_http_client(f"{url}{PREFIX}/mcp", http_client=http) as (read, write, *_),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, read_timeout_seconds=60) as session,
     ):
         await session.initialize()
         yield session
@@ -63,7 +63,7 @@ async def over_stdio() -> AsyncIterator[ClientSession]:
     )
     async with (
         stdio_client(params, errlog=sys.__stderr__ or sys.stderr) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, read_timeout_seconds=60) as session,
     ):
         await session.initialize()
         yield session

@@ -145,7 +145,7 @@ async def mcp_walk(world: World, path: Path, token: str) -> list[tuple[str, str]
         async with (
             http,
             streamable_http_client(f"http://inspector{PREFIX}/mcp", http_client=http) as (r, w, *_),
-            ClientSession(r, w) as session,
+            ClientSession(r, w, read_timeout_seconds=60) as session,
         ):
             await session.initialize()
             for tool, args in tool_calls(world):
