@@ -16,8 +16,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from openrl_inspect.agents import Agents
 from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
 from openrl_inspect.context import Backends, Limits
+from openrl_inspect.engine.documents import DASHBOARD, ROUTES
 from openrl_inspect.graphql_app import STATIC, InspectorGraphQL
 from openrl_inspect.health import HealthLog, HealthSettings, probe_all, watch
 from openrl_inspect.identity import Identity
@@ -124,6 +126,7 @@ def _middleware(
                 "/",
                 f"{PREFIX}/graphiql",
                 f"{PREFIX}/ui",
+                f"{PREFIX}/openapi.json",
                 *([f"{PREFIX}/metrics"] if metrics.settings.access == "open" else []),
             ),
             open_prefixes=(f"{PREFIX}/static/", UI),
@@ -133,7 +136,40 @@ def _middleware(
     ]
 
 
-# size: the app's whole wiring in one place (routes, middleware, lifespan), read top to bottom
+def _lifespan(
+    open_backends: BackendsFactory,
+    metrics: InspectorMetrics,
+    agents: Agents,
+    health: HealthSettings,
+    authenticator: Authenticator,
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Open the backends (observed by the metrics) and the agents' sessions, probe the
+    backends' health in the background, and close it all in reverse."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with metrics.observing(open_backends()) as backends, agents.running():
+            app.state.backends = backends
+            app.state.health = HealthLog(metrics.backends_probed)
+            stop = asyncio.Event()
+            watcher = None
+            if health.interval_s > 0:
+                probing = watch(backends, app.state.health, health.interval_s, stop)
+                watcher = asyncio.create_task(probing)
+            try:
+                yield
+            finally:
+                # A stop signal, not cancel(): under a test client's anyio cancel scopes a
+                # cancelled sleeping task was seen never to wake.
+                stop.set()
+                if watcher is not None:
+                    await asyncio.wait([watcher], timeout=5.0)
+                await authenticator.aclose()
+
+    return lifespan
+
+
+# size: the app's whole wiring in one place (routes, middleware), read top to bottom
 def create_app(
     open_backends: BackendsFactory,
     limits: Limits | None = None,
@@ -157,27 +193,10 @@ def create_app(
     authenticator = authenticator or Anonymous()
     identity = identity or Identity("serve")
     graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
-    metrics = InspectorMetrics.for_app(metrics_settings, STATIC / "ui" / "queries")
+    metrics = InspectorMetrics.for_app(metrics_settings, DASHBOARD, ROUTES)
+    agents = Agents(graphql.schema, limits)  # REST, OpenAPI, MCP: the same schema, one engine
 
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with metrics.observing(open_backends()) as backends:
-            app.state.backends = backends
-            app.state.health = HealthLog(metrics.backends_probed)
-            stop = asyncio.Event()
-            watcher = None
-            if health.interval_s > 0:
-                probing = watch(backends, app.state.health, health.interval_s, stop)
-                watcher = asyncio.create_task(probing)
-            try:
-                yield
-            finally:
-                # A stop signal, not cancel(): under a test client's anyio cancel scopes a
-                # cancelled sleeping task was seen never to wake.
-                stop.set()
-                if watcher is not None:
-                    await asyncio.wait([watcher], timeout=5.0)
-                await authenticator.aclose()
+    lifespan = _lifespan(open_backends, metrics, agents, health, authenticator)
 
     app = Starlette(
         routes=[
@@ -190,6 +209,7 @@ def create_app(
             Route(f"{PREFIX}/readyz", readyz),
             Route(f"{PREFIX}/metrics", metrics_endpoint),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
+            *agents.routes(PREFIX),
         ],
         middleware=_middleware(http, authenticator, metrics),
         lifespan=lifespan,

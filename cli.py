@@ -1,5 +1,5 @@
 """``openrl-inspect``: serve the API on real backends, run the demo, export the schema,
-issue bearer tokens.
+issue bearer tokens; for agents and scripts, the MCP tools over stdio and a summary.
 
 Settings come from the command line, then the environment, then defaults.
 """
@@ -72,10 +72,16 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="allow introspection (default: on, off once authentication is on)",
     )
+    p.add_argument(
+        "--registered-only",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run only the registered documents (persisted queries; default off)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    from openrl_inspect import auth, track_cli
+    from openrl_inspect import auth, terminal, track_cli
 
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -117,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     track_cli.add_command(sub)
 
     auth.add_hash_token_command(sub)
+    terminal.add_commands(sub)  # mcp, summary
 
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
@@ -195,12 +202,17 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         {
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
+            "registered_only": getattr(args, "registered_only", None),
         },
     )
     if args.command == "export-schema":
         return _export_schema(args, limits)
     if args.command == "track-placements":
         return track_cli.run(args, env)
+    if args.command in ("mcp", "summary"):
+        from openrl_inspect import terminal
+
+        return terminal.run(args, env, limits)
     return _serve(args, env, limits)
 
 

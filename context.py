@@ -43,6 +43,9 @@ class Limits:
     # Off: introspection queries are refused and errors carry no "Did you mean" hints
     # (GraphiQL's schema explorer needs it on).
     introspection: bool = True
+    # Only the documents the server ships (the dashboard's, the REST routes' and MCP
+    # tools'), by text or by persisted-query hash (``engine.persisted``).
+    registered_only: bool = False
     # An op whose worker has not heartbeat for this long is lost.
     heartbeat_stale_s: float = 30.0
     # An op running longer than this on a live worker is stuck.

@@ -11,6 +11,8 @@ from typing import Any
 
 from cross_web import HTTPException
 from openrl_inspect.context import Backends, Context, Limits
+from openrl_inspect.engine import registry
+from openrl_inspect.engine.persisted import resolve
 from openrl_inspect.errors import BadRequest, Busy, RequestRefused
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_body import decode
@@ -20,7 +22,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.types import ExecutionResult
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -30,7 +32,11 @@ class InspectorGraphQL(GraphQL[Context, None]):
     """Builds a fresh typed ``Context`` (and so fresh DataLoaders) for every request."""
 
     def __init__(
-        self, schema: Any, limits: Limits, max_json_depth: int = 64, graphiql_on: bool = True
+        self,
+        schema: Any,
+        limits: Limits,
+        max_json_depth: int = 64,
+        graphiql_on: bool = True,
     ) -> None:
         # Off, a browser's GET for the IDE is answered like any other GET (a principal
         # needed, then a query needed).
@@ -60,6 +66,22 @@ class InspectorGraphQL(GraphQL[Context, None]):
         if isinstance(record, RequestRecord):
             record.codes.append(exc.code)
         return refused(exc)
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        # A GET naming a persisted query has no ``query`` but is no browser asking for
+        # the IDE (Apollo's link sends ``accept: */*``).
+        if request.query_params.get("extensions") is not None:
+            return False
+        return bool(super().should_render_graphql_ide(request))
+
+    async def parse_http_body(self, request: Any) -> GraphQLRequestData | list[GraphQLRequestData]:
+        data = await super().parse_http_body(request)
+        if isinstance(data, GraphQLRequestData):
+            # Persisted queries (``engine.persisted``): a registered document by its hash.
+            data.query = resolve(
+                data.query, data.extensions, registry(), self.limits.registered_only
+            )
+        return data
 
     def decode_json(self, data: str | bytes) -> object:
         # GET's variables and extensions too: strict UTF-8, bounded nesting, no NaN.

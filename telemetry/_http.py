@@ -16,8 +16,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# The route label: the part after the API prefix, from a fixed list.
-_ROUTES = ("graphql", "graphiql", "healthz", "readyz", "metrics", "ui", "static")
+# The route label: the part after the API prefix, from a fixed list (the REST routes
+# by their first segment: ``models/{id}/summary`` is ``models``, never an id).
+_ROUTES = (
+    "graphql", "graphiql", "healthz", "readyz", "metrics", "ui", "static",
+    "inventory", "models", "sessions", "attention", "logs", "activity", "query",
+    "mcp", "openapi.json",
+)  # fmt: skip
 
 
 def route_of(path: str, prefix: str) -> str:

@@ -61,11 +61,13 @@ class MetricsSettings:
                 raise SettingsError(f"OPENRL_INSPECT_METRICS_OPERATIONS: {name!r} is no name")
 
 
-def dashboard_operations(queries: Path) -> set[str]:
-    """The operation names of the dashboard's documents (``query Overview {``)."""
+def dashboard_operations(*folders: Path) -> set[str]:
+    """The operation names of the documents the server ships (``query Overview {``):
+    the dashboard's and the REST routes' and MCP tools'."""
     found: set[str] = set()
-    for path in sorted(queries.glob("*.graphql")):
+    for path in sorted(p for folder in folders for p in folder.glob("*.graphql")):
         found.update(re.findall(r"^\s*query\s+([_A-Za-z]\w*)", path.read_text(), re.MULTILINE))
+        found.add(path.stem)  # the REST routes name their document by its file
     return found
 
 
@@ -133,9 +135,9 @@ class InspectorMetrics:
         ProcessCollector(namespace="openrl_inspect", registry=r)
 
     @classmethod
-    def for_app(cls, settings: MetricsSettings | None, queries: Path) -> InspectorMetrics:
-        """Metrics naming the dashboard's operations (documents in ``queries``)."""
-        return cls(dashboard_operations(queries), settings)
+    def for_app(cls, settings: MetricsSettings | None, *folders: Path) -> InspectorMetrics:
+        """Metrics naming the operations of the documents in ``folders``."""
+        return cls(dashboard_operations(*folders), settings)
 
     @contextlib.asynccontextmanager
     async def observing(self, backends: AbstractAsyncContextManager[T]) -> AsyncIterator[T]:
@@ -185,9 +187,9 @@ class InspectorMetrics:
     # -- bounding label values ---------------------------------------------------
 
     def _operation(self, route: str, record: RequestRecord | None) -> str:
-        if route != "graphql":
-            return ""
         name = record.operation if record else None
+        if route != "graphql":  # a REST route names its document; other paths none
+            return "" if not name else name if name in self.operations else "other"
         if not name:
             return "anonymous"
         return name if name in self.operations else "other"
@@ -202,6 +204,11 @@ class InspectorMetrics:
 
 
 def _outcome(status: int, codes: list[str]) -> str:
+    # A REST route answers a coded error with its status (NOT_FOUND 404, a backend's
+    # failure 502-504) where /graphql says 200: the same outcome, "error", for both.
+    coded = bool(codes) and "AUTH_UNAVAILABLE" not in codes
+    if coded and (status == 404 or status in (502, 503, 504)):
+        return "error"
     if status >= 500:
         return "server_error"
     if status >= 400 or any(c in _REFUSED_IN_BODY for c in codes):

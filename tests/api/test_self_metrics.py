@@ -93,13 +93,18 @@ async def test_requests_are_counted_by_route_operation_and_outcome() -> None:
         missing = '{ model(id: "no-such-model") { id } }'
         assert (await client.post(GRAPHQL, json={"query": missing})).status_code == 200
         assert (await client.get(f"{PREFIX}/healthz")).status_code == 200
+        # A REST route: its first segment and its document's operation, never the id.
+        summary = await client.get(f"{PREFIX}/models/no-such-model/summary")
+        assert summary.status_code == 404
         samples, text = await scrape(client)
     total = "openrl_inspect_requests_total"
+    assert value(samples, total, route="models", operation="model_summary", outcome="error") == 1
     assert value(samples, total, route="graphql", operation="Overview", outcome="ok") == 2
     assert value(samples, total, route="graphql", operation="other", outcome="ok") == 1
     assert value(samples, total, route="graphql", operation="anonymous", outcome="error") == 1
     assert value(samples, total, route="healthz", operation="", outcome="ok") == 1
-    assert value(samples, "openrl_inspect_graphql_errors_total", code="NOT_FOUND") == 1
+    # Both missing models: the GraphQL one and the REST route's document.
+    assert value(samples, "openrl_inspect_graphql_errors_total", code="NOT_FOUND") == 2
     count = "openrl_inspect_request_duration_seconds_count"
     assert value(samples, count, route="graphql", operation="Overview") == 2
     assert "alice_private_run" not in text and "no-such-model" not in text

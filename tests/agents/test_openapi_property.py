@@ -1,0 +1,57 @@
+"""A property run over the REST routes: schemathesis generates requests from the
+OpenAPI document the server serves, against the demo's world on a real socket; no answer
+may be a 5xx, and every answer must match the document (status, content type, body)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from openrl_inspect.app import PREFIX
+from openrl_inspect.engine import registry
+from openrl_inspect.rest.openapi import document
+from openrl_inspect.schema.root import build_schema
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from support.live_server import serve_demo
+
+OPENAPI = document(build_schema()._schema, registry(), PREFIX)
+schema = schemathesis.openapi.from_dict(OPENAPI)
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with serve_demo() as url:
+        yield url
+
+
+def test_the_served_document_is_the_one_checked(base: str) -> None:
+    served = httpx.get(f"{base}{PREFIX}/openapi.json", timeout=10).json()
+    assert served == OPENAPI
+    assert served["openapi"] == "3.1.0"
+    assert set(served["paths"]) >= {"/inventory", "/models/{id}/summary", "/logs", "/activity"}
+
+
+@schema.parametrize()
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_answer_matches_the_document(case: schemathesis.Case[Any], base: str) -> None:
+    case.call_and_validate(base_url=f"{base}{PREFIX}", checks=CHECKS, timeout=30)
