@@ -324,9 +324,12 @@ def _app(
         {"redis_url": args.redis_url, "seed": args.seed},
     )
     who = identity.for_demo(demo.redis_url)
+    # The DNS rebinding guard on loopback, as for ``serve`` with mode none.
+    anonymous = auth.Anonymous(loopback_only=auth.is_loopback(listen.host))
     app = create_app(
-        lambda: demo_backends(demo), limits, http, health, identity=who, metrics_settings=metrics
-    )
+        lambda: demo_backends(demo), limits, http, health, anonymous, identity=who,
+        metrics_settings=metrics,
+    )  # fmt: skip
     return app, warnings
 
 

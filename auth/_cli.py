@@ -15,7 +15,7 @@ from openrl_inspect.auth._files import FileError
 from openrl_inspect.auth._gate import Anonymous, Authenticator
 from openrl_inspect.auth._jwt import JwtAuthenticator
 from openrl_inspect.auth._keys import FileKeys, KeySource, UrlKeys
-from openrl_inspect.auth._settings import MODES, AuthSettings, check_listen
+from openrl_inspect.auth._settings import MODES, AuthSettings, check_listen, is_loopback
 from openrl_inspect.auth._tokens import TokenAuthenticator
 from openrl_inspect.settings import SettingsError
 
@@ -69,7 +69,7 @@ def load_settings(args: argparse.Namespace, env: Mapping[str, str]) -> AuthSetti
     return settings.load(AuthSettings, "OPENRL_INSPECT_AUTH_", env, flags)
 
 
-def build(s: AuthSettings) -> Authenticator:
+def build(s: AuthSettings, host: str = "127.0.0.1") -> Authenticator:
     """The authenticator for ``s``, its files read once now (a missing one stops start-up)."""
     try:
         if s.mode == "tokens":
@@ -97,7 +97,7 @@ def build(s: AuthSettings) -> Authenticator:
             return verifier
     except FileError as exc:
         raise SettingsError(str(exc)) from None
-    return Anonymous()
+    return Anonymous(loopback_only=is_loopback(host))
 
 
 @dataclass
@@ -122,7 +122,7 @@ def for_serve(
     if s.mode != "none" and not explicit:
         # A principal is required: do not hand every viewer the schema by default.
         limits = dataclasses.replace(limits, introspection=False)
-    return Served(build(s), limits, s.graphiql_on, warnings)
+    return Served(build(s, host), limits, s.graphiql_on, warnings)
 
 
 def redis_secrets(redis: RedisSettings, flag_url: str | None) -> list[str]:

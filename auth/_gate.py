@@ -12,6 +12,7 @@ an authenticator fault is logged and answered ``503 AUTH_UNAVAILABLE``, never a 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Iterable
 from typing import Protocol
@@ -36,13 +37,43 @@ class Authenticator(Protocol):
 
 
 class Anonymous:
-    """Authentication off: everyone is the anonymous operator (loopback, the demo)."""
+    """Authentication off: everyone is the anonymous operator (loopback, the demo).
+
+    With ``loopback_only`` (the server listens on loopback) a request must also be
+    addressed to a loopback name: a web page the user visits can rebind its own host
+    name to 127.0.0.1 and read an unauthenticated loopback API (DNS rebinding); the
+    browser still sends the page's host name, which this refuses.
+    """
+
+    def __init__(self, loopback_only: bool = False) -> None:
+        self.loopback_only = loopback_only
 
     async def authenticate(self, headers: Headers) -> Principal:
+        if self.loopback_only and not loopback_host(headers.get("host", "")):
+            raise Forbidden(
+                "This inspector runs without authentication on a loopback address and "
+                "answers requests addressed to 127.0.0.1, localhost or [::1] only; "
+                "open it by one of those names."
+            )
         return ANONYMOUS_OPERATOR
 
     async def aclose(self) -> None:
         return None
+
+
+def loopback_host(host: str) -> bool:
+    """Whether a Host header (``name[:port]``, ``[v6]:port``) names this machine."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name = host[1 : host.find("]")] if "]" in host else ""
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 class _Forbidden(RequestRefused):
