@@ -119,6 +119,16 @@ class RedisCluster:
             time.sleep(0.1)
         raise TimeoutError("the Redis Cluster did not reach cluster_state:ok")
 
+    def flush(self) -> None:
+        """Empty every master: the cluster is shared by the whole session's tests."""
+        for node in self.nodes:
+            subprocess.run(
+                [REDIS_CLI, "-p", str(node.port), "flushall"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                timeout=10,
+            )
+
     def cleanup(self) -> None:
         for node in self.nodes:
             node.cleanup()

@@ -223,6 +223,7 @@ def cluster_rules() -> list[str]:
 async def test_the_users_on_a_redis_cluster(redis_cluster: Any) -> None:
     """The same users, plus the file's cluster line, on every node of a 3-node cluster:
     the recorder writes (scripts on each model's slot), the inspector reads."""
+    redis_cluster.flush()  # the attention count below: only this test's models
     users = {name: [*rules, *cluster_rules()] for name, rules in acl_users().items()}
     for node in redis_cluster.nodes:
         admin = redis.Redis(port=node.port, socket_timeout=5)

@@ -126,6 +126,7 @@ async def test_redis_stopping_mid_way_costs_coded_errors_then_recovers() -> None
 
 @pytest.mark.redis_cluster
 async def test_recorder_and_reader_on_a_three_node_cluster(redis_cluster: Any) -> None:
+    redis_cluster.flush()  # it counts sessions: none of an earlier test's
     settings = RedisSettings(url=redis_cluster.url, cluster=True)
     writer = connect(settings)
     sim = await populate(writer, SimConfig(seed=4, sessions=3, models_per_session=4))
