@@ -162,7 +162,8 @@ def unseal(cursor: str) -> str:
     if not cursor.startswith(_SEALED) or len(cursor) > 4096:
         raise refused
     try:
-        raw = base64.urlsafe_b64decode(cursor[len(_SEALED) :] + "=" * (-len(cursor) % 4))
+        body = cursor[len(_SEALED) :]
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         return str(_aead().decrypt(raw[:12], raw[12:], _SEALED.encode()).decode())
     except (ValueError, InvalidTag, UnicodeDecodeError):
         raise refused from None

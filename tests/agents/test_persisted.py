@@ -99,7 +99,8 @@ async def cli_app(argv: list[str], env: Mapping[str, str]) -> AsyncIterator[http
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://inspector", timeout=30) as client,
+        # The demo on loopback answers loopback names only (the DNS rebinding guard).
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as client,
     ):
         yield client
 

@@ -67,7 +67,7 @@ def _closed_after(sock: socket.socket, drip: bytes = b"", every_s: float = 0.3) 
     "drip",
     [
         b"",  # connects and says nothing
-        b"POST /api/v1/inspect/graphql HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100,
+        b"POST /api/v1/inspect/graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100,
     ],
     ids=["idle", "slow-headers"],
 )
@@ -84,7 +84,7 @@ def test_a_slow_body_gets_408_and_a_kept_alive_idle_connection_is_closed(
 ) -> None:
     port, _ = server
     head = (
-        b"POST /api/v1/inspect/graphql HTTP/1.1\r\nHost: x\r\n"
+        b"POST /api/v1/inspect/graphql HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
     )
     with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -93,7 +93,7 @@ def test_a_slow_body_gets_408_and_a_kept_alive_idle_connection_is_closed(
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(b"GET /api/v1/inspect/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /api/v1/inspect/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         sock.settimeout(5)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         assert _closed_after(sock) < 3  # keep-alive of 1 s
