@@ -40,6 +40,10 @@ class Limits:
     expensive_nodes: int = 10_000
     max_expensive_requests: int = 2
     busy_wait_s: float = 2.0
+    # Identical queries (same principal, document, operation and variables) that arrive
+    # while one of them runs wait for its result instead of running again
+    # (``single_flight``). Never a cache: a query after the result runs anew.
+    single_flight: bool = True
     # Off: introspection queries are refused and errors carry no "Did you mean" hints
     # (GraphiQL's schema explorer needs it on).
     introspection: bool = True

@@ -49,6 +49,14 @@ class Answer:
         return out
 
 
+def _copied(value: Any) -> Any:
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copied(v) for v in value]
+    return value
+
+
 class Engine:
     """Runs documents through ``schema`` (the one ``/graphql`` serves)."""
 
@@ -92,7 +100,9 @@ class Engine:
             refusal = "The document has no single query operation to run."
             return Answer(None, [error(refusal, "BAD_REQUEST")])
         errors = [dict(e.formatted) for e in result.errors or ()]
-        return Answer(result.data, errors)
+        # A copy: identical concurrent runs share one result (``single_flight``) and
+        # the entries narrow their answer in place (``narrow``).
+        return Answer(_copied(result.data), errors)
 
     def _over(
         self, text: str, variables: dict[str, Any] | None, max_nodes: int

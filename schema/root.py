@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any
 
 import strawberry
@@ -16,8 +16,10 @@ from openrl_inspect.schema.cluster.query import ClusterQuery
 from openrl_inspect.schema.errors import CodedErrors, coded
 from openrl_inspect.schema.exposure import HideSuggestions
 from openrl_inspect.schema.metrics.query import MetricsQuery
+from openrl_inspect.schema.sharing import flight_key
 from openrl_inspect.schema.state.query import StateQuery
 from openrl_inspect.schema.summary.rollup import SummaryQuery
+from openrl_inspect.single_flight import Flights
 from strawberry.extensions import (
     DisableIntrospection,
     MaxTokensLimiter,
@@ -25,6 +27,7 @@ from strawberry.extensions import (
 )
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 log = logging.getLogger("openrl_inspect.graphql")
 
@@ -32,19 +35,56 @@ Query = merge_types("Query", (StateQuery, ClusterQuery, MetricsQuery, SummaryQue
 
 
 class InspectorSchema(strawberry.Schema):
-    """The schema, with a deadline on every operation (``Limits.request_deadline_s``)."""
+    """The schema, with a deadline on every operation (``Limits.request_deadline_s``)
+    and, when ``flights`` is set, identical concurrent queries sharing one execution
+    (``single_flight``, ``schema.sharing``): each caller still waits under its own
+    deadline and gets its own answer object from the view."""
 
     deadline_s: float = 0.0
+    flights: Flights[Hashable, ExecutionResult] | None = None
 
-    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+    async def execute(  # Strawberry's signature, passed on whole
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult:
+        def start() -> Awaitable[ExecutionResult]:
+            return super(InspectorSchema, self).execute(
+                query,
+                variable_values,
+                context_value,
+                root_value,
+                operation_name,
+                allowed_operation_types,
+                operation_extensions,
+            )
+
+        key = None
+        if self.flights is not None:
+            key = flight_key(
+                query,
+                variable_values,
+                context_value,
+                root_value,
+                operation_name,
+                allowed_operation_types,
+                operation_extensions,
+            )
+        work = start() if key is None or self.flights is None else self.flights.join(key, start)
         if self.deadline_s <= 0:
-            return await super().execute(*args, **kwargs)
+            return await work
         try:
             async with asyncio.timeout(self.deadline_s):
-                return await super().execute(*args, **kwargs)
+                return await work
         except TimeoutError:
-            # The executor's tasks were cancelled at their next await; what a DataLoader
-            # had already sent to a backend finishes within that backend's own timeout.
+            # The executor's tasks were cancelled at their next await (a shared execution
+            # only when no other caller still waits for it); what a DataLoader had already
+            # sent to a backend finishes within that backend's own timeout.
             late = DeadlineExceeded(
                 f"The request ran past its {self.deadline_s:g} s deadline and was cancelled. "
                 "Ask for smaller pages or fewer nested lists."
@@ -72,4 +112,6 @@ def build_schema(limits: Limits | None = None) -> strawberry.Schema:
         extensions += [DisableIntrospection, HideSuggestions]
     schema = InspectorSchema(query=Query, extensions=extensions)
     schema.deadline_s = limits.request_deadline_s
+    if limits.single_flight:
+        schema.flights = Flights()
     return schema
