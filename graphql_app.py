@@ -11,12 +11,13 @@ from typing import Any
 
 from cross_web import HTTPException
 from openrl_inspect.context import Backends, Context, Limits
+from openrl_inspect.disconnect import Disconnected, unless_disconnected
 from openrl_inspect.engine import registry
 from openrl_inspect.engine.persisted import resolve
 from openrl_inspect.errors import BadRequest, Busy, RequestRefused
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_body import decode
-from openrl_inspect.request_guard import RECORD, RequestRecord, refused
+from openrl_inspect.request_guard import CLIENT_DISCONNECTED, RECORD, RequestRecord, refused
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -51,8 +52,18 @@ class InspectorGraphQL(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
             return
         response: Response
+        request = Request(scope=scope, receive=receive)
         try:
-            response = await self.run(Request(scope=scope, receive=receive))
+            if scope["method"] == "POST":
+                await request.body()  # read (and kept) before the watch takes receive
+            response = await unless_disconnected(receive, self.run(request))
+        except Disconnected:
+            # Nobody to answer: the execution was cancelled (or is left to the other
+            # requests sharing it); the log line says why there was no response.
+            record = scope.get(RECORD)
+            if isinstance(record, RequestRecord):
+                record.codes.append(CLIENT_DISCONNECTED)
+            return
         except HTTPException as exc:
             refusal = BadRequest(exc.reason)
             refusal.http_status = exc.status_code

@@ -35,6 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("openrl_inspect.request")
 
 RECORD = "openrl_inspect.request"
+#: The code of a request whose client left before its answer (``disconnect``); its log
+#: line and metrics say 499 (nginx's "client closed request"), not a server fault.
+CLIENT_DISCONNECTED = "CLIENT_DISCONNECTED"
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _OPERATION = re.compile(r"\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 
@@ -70,6 +73,12 @@ class RequestRecord:
     auth_failure: str | None = None
 
 
+def unanswered(record: object) -> int:
+    """The status of a request that sent no response: 499 when its client left, else 500."""
+    gone = isinstance(record, RequestRecord) and CLIENT_DISCONNECTED in record.codes
+    return 499 if gone else 500
+
+
 def refused(exc: RequestRefused, headers: dict[str, str] | None = None) -> JSONResponse:
     body = {"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]}
     return JSONResponse(body, status_code=exc.http_status, headers=headers)
@@ -96,7 +105,7 @@ class RequestGuard:
         offered = headers.get("x-request-id", "")
         record = RequestRecord(offered if _CLIENT_ID.fullmatch(offered) else uuid.uuid4().hex)
         scope[RECORD] = record
-        status = 500
+        status: int | None = None
         started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
@@ -118,7 +127,7 @@ class RequestGuard:
                     "request_id": record.id,
                     "method": scope["method"],
                     "path": scope["path"],
-                    "status": status,
+                    "status": unanswered(record) if status is None else status,
                     "duration_ms": round((time.perf_counter() - started) * 1e3, 1),
                     "operation": record.operation,
                     "codes": sorted(set(record.codes)),

@@ -87,6 +87,7 @@ class BatchLoader(Generic[K, V]):
         batch, self._pending, self._task = self._pending, {}, None
         keys = list(batch)
         self.batches += 1
+        _cancel_when_abandoned(batch)
         try:
             values = await self._load_fn(keys)
             if len(values) != len(keys):
@@ -105,3 +106,20 @@ class BatchLoader(Generic[K, V]):
                 fut.set_exception(value)
             else:
                 fut.set_result(value)
+
+
+def _cancel_when_abandoned(batch: dict[K, asyncio.Future[V]]) -> None:
+    """A request cancelled (deadline, client gone) cancels the futures it awaits; when
+    every one of the batch is, nobody wants the answer: the dispatch (this task) is
+    cancelled too, so its round trip frees its pooled connection now, not at its timeout.
+    """
+    me = asyncio.current_task()
+    if me is None:
+        return
+
+    def abandoned(_: asyncio.Future[V]) -> None:
+        if not me.done() and all(f.cancelled() for f in batch.values()):
+            me.cancel()
+
+    for fut in batch.values():
+        fut.add_done_callback(abandoned)

@@ -9,7 +9,7 @@ import time
 from openrl_inspect import backend_calls
 from openrl_inspect.errors import BackendError
 from openrl_inspect.principal import SCOPE_KEY, Principal
-from openrl_inspect.request_guard import RECORD, RequestRecord
+from openrl_inspect.request_guard import RECORD, RequestRecord, unanswered
 from openrl_inspect.telemetry._registry import InspectorMetrics
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
@@ -50,7 +50,7 @@ class RequestMetrics:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
+        status: int | None = None
         started = time.perf_counter()
 
         async def send_status(message: Message) -> None:
@@ -68,7 +68,7 @@ class RequestMetrics:
             self.metrics.request_done(
                 route_of(scope["path"], self.prefix),
                 record if isinstance(record, RequestRecord) else None,
-                status,
+                unanswered(record) if status is None else status,
                 time.perf_counter() - started,
             )
 
