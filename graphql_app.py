@@ -14,7 +14,7 @@ from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.disconnect import Disconnected, unless_disconnected
 from openrl_inspect.engine import registry
 from openrl_inspect.engine.persisted import resolve
-from openrl_inspect.errors import BadRequest, Busy, RequestRefused
+from openrl_inspect.errors import BackendBusy, BadRequest, Busy, RequestRefused
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.request_body import decode
 from openrl_inspect.request_guard import CLIENT_DISCONNECTED, RECORD, RequestRecord, refused
@@ -126,10 +126,14 @@ class InspectorGraphQL(GraphQL[Context, None]):
             errors: list[dict[str, Any]] = list(response_data.get("errors") or ())  # type: ignore[arg-type]  # GraphQLFormattedError is a TypedDict
             for error in errors:
                 extensions = error.get("extensions") or {}
-                if extensions.get("code") == Busy.code:
+                code = extensions.get("code")
+                if code not in (Busy.code, BackendBusy.code):
+                    continue
+                response.headers["retry-after"] = str(extensions.get("retryAfterSeconds", 1))
+                # A full Redis pool with nothing else to show is a 429 too (as on REST);
+                # with a part of the answer standing it stays a 200 with the header.
+                if code == Busy.code or response_data.get("data") is None:
                     response.status_code = Busy.http_status
-                    retry = extensions.get("retryAfterSeconds", 1)
-                    response.headers["retry-after"] = str(retry)
         return response
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:

@@ -21,6 +21,8 @@ _BY_CODE = {
     "QUERY_TOO_COSTLY": 400,
     "PERSISTED_QUERY_NOT_IN_LIST": 403,
     "BUSY": 429,
+    # Redis answers, but every pooled connection stayed in use: retry, as for BUSY.
+    "BACKEND_BUSY": 429,
     "BAD_RECORD": 502,
     "DEADLINE_EXCEEDED": 504,
 }

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from openrl_inspect.errors import BackendError, Busy, InspectorError
+from openrl_inspect.errors import BackendBusy, BackendError, Busy, InspectorError
 from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("openrl_inspect.errors")
@@ -43,6 +43,9 @@ def coded(error: GraphQLError) -> GraphQLError:
             extensions["backend"] = original.backend
         if isinstance(original, Busy):
             extensions["retryAfterSeconds"] = original.retry_after_s
+        elif isinstance(original, BackendBusy):
+            # The pool's wait ran out: load here, not an outage; worth a retry soon.
+            extensions["retryAfterSeconds"] = 1
     else:
         log.error("unexpected error at %s", error.path, exc_info=original)
         message = "Internal error."

@@ -124,7 +124,10 @@ class RedisStateStore:
 
     @classmethod
     def from_settings(cls, settings: RedisSettings) -> RedisStateStore:
-        return cls(connect(settings), timeout_s=settings.timeout_s + 0.5)
+        # A round trip's deadline spans its wait for a pooled connection: a wait that
+        # runs out is the pool's own (BACKEND_BUSY, retry), not a late Redis (TIMEOUT);
+        # the command itself is bounded by the socket timeout.
+        return cls(connect(settings), timeout_s=settings.pool_timeout_s + settings.timeout_s + 0.5)
 
     @classmethod
     def in_memory(cls, server: Any = None) -> RedisStateStore:

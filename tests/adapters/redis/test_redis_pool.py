@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
+from openrl_inspect.context import Limits
 from openrl_inspect.simulator import SimConfig
 from support.harness import GRAPHQL, app_client, populate
 from support.redis_server import RedisServer
@@ -29,12 +31,18 @@ async def _hold(store: RedisStateStore, n: int, seconds: float) -> list[asyncio.
     return tasks
 
 
-async def _codes(client: object, n: int) -> list[str]:
-    import httpx
-
+async def _answers(client: object, n: int, query: str = QUERY) -> list[httpx.Response]:
     assert isinstance(client, httpx.AsyncClient)
-    answers = await asyncio.gather(*(client.post(GRAPHQL, json={"query": QUERY}) for _ in range(n)))
+    asks = (client.post(GRAPHQL, json={"query": query}, timeout=30.0) for _ in range(n))
+    return list(await asyncio.gather(*asks))
+
+
+def _codes_of(answers: list[httpx.Response]) -> list[str]:
     return [e["extensions"]["code"] for a in answers for e in (a.json().get("errors") or ())]
+
+
+async def _codes(client: object, n: int) -> list[str]:
+    return _codes_of(await _answers(client, n))
 
 
 async def test_a_full_pool_answers_busy_and_a_short_wait_is_absorbed(
@@ -49,10 +57,47 @@ async def test_a_full_pool_answers_busy_and_a_short_wait_is_absorbed(
     store = RedisStateStore.from_settings(settings)
     async with app_client(store) as client:
         held = await _hold(store, 2, 1.5)
-        busy = await _codes(client, 5)
+        refused = await _answers(client, 5)
+        busy = _codes_of(refused)
         await asyncio.gather(*held)
         # the pool frees up: 20 concurrent requests on 2 connections all wait their turn
         calm = await _codes(client, 20)
     await store.aclose()
     assert busy and set(busy) == {"BACKEND_BUSY"}, busy
+    # Nothing to show and worth a retry: 429 with Retry-After, as BUSY.
+    assert {(a.status_code, a.headers.get("retry-after")) for a in refused} == {(429, "1")}
     assert calm == [], calm
+
+
+OVERVIEW = """{ models(state: ACTIVE, first: 100) { totalCount nodes { id
+  summary(steps: 20) { verdict reasons stepsPerMinute medianStepSeconds failedOps stuckOps lostOps }
+} } }"""
+
+
+@pytest.mark.parametrize("single_flight", [False, True])
+async def test_fifty_concurrent_pollers_on_a_small_pool_all_get_answers(
+    redis_server: RedisServer, single_flight: bool
+) -> None:
+    writer = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    await writer.flushdb()
+    await populate(writer, SimConfig(seed=3, sessions=4))
+    await writer.aclose()
+    # Four connections for fifty requests: the rest queue for one (within the wait),
+    # they are not answered BACKEND_BUSY or "unreachable".
+    settings = RedisSettings(url=redis_server.url, max_connections=4, pool_timeout_s=20.0)
+    store = RedisStateStore.from_settings(settings)
+    limits = Limits(single_flight=single_flight, request_deadline_s=60.0)
+    async with app_client(store, limits) as client:
+        alone = await _answers(client, 1, OVERVIEW)
+        answers = await _answers(client, 50, OVERVIEW)
+    await store.aclose()
+    assert alone[0].status_code == 200 and "errors" not in alone[0].json(), alone[0].text
+    assert alone[0].json()["data"]["models"]["totalCount"] > 0
+    assert [a.status_code for a in answers] == [200] * 50
+    assert _codes_of(answers) == []
+    # Summaries move with the clock (rates, ages): the same models, each summarised.
+    ids = [m["id"] for m in alone[0].json()["data"]["models"]["nodes"]]
+    for a in answers:
+        nodes = a.json()["data"]["models"]["nodes"]
+        assert [m["id"] for m in nodes] == ids
+        assert all(m["summary"]["verdict"] for m in nodes)
