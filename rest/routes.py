@@ -14,9 +14,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from openrl_inspect import domain
+from openrl_inspect.disconnect import Disconnected, unless_disconnected
 from openrl_inspect.engine import Answer, Engine, error, narrow
 from openrl_inspect.principal import NOBODY, SCOPE_KEY
-from openrl_inspect.request_guard import RECORD, RequestRecord
+from openrl_inspect.request_guard import CLIENT_DISCONNECTED, RECORD, RequestRecord
 from openrl_inspect.rest.params import ID_PATTERN, BadParameter, Param, parse_all
 from openrl_inspect.rest.status import status
 from openrl_inspect.schema.logs.types import LogSeverity
@@ -271,7 +272,13 @@ def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
         local = {p.var for p in spec.params if p.local}
         filters = {k: variables.pop(k) for k in local if k in variables}
         principal = request.scope.get(SCOPE_KEY, NOBODY)
-        answer: Answer = await engine.run(request.app.state.backends, principal, name, variables)
+        running = engine.run(request.app.state.backends, principal, name, variables)
+        try:
+            answer: Answer = await unless_disconnected(request.receive, running)
+        except Disconnected:
+            # Its work cancelled (unless shared); the response goes nowhere.
+            _log(request, name, [CLIENT_DISCONNECTED])
+            return Response(status_code=499)
         _log(request, name, answer.codes)
         if spec.narrow is not None and answer.data is not None:
             spec.narrow(answer.data, filters)

@@ -83,8 +83,8 @@ class InspectorSchema(strawberry.Schema):
                 return await work
         except TimeoutError:
             # The executor's tasks were cancelled at their next await (a shared execution
-            # only when no other caller still waits for it); what a DataLoader had already
-            # sent to a backend finishes within that backend's own timeout.
+            # only when no other caller still waits for it), and with them the batches
+            # nobody else waits for (``BatchLoader``), round trips included.
             late = DeadlineExceeded(
                 f"The request ran past its {self.deadline_s:g} s deadline and was cancelled. "
                 "Ask for smaller pages or fewer nested lists."
