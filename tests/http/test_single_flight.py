@@ -21,7 +21,7 @@ import fakeredis
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import create_app
+from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import TokenAuthenticator
 from openrl_inspect.context import Backends, Limits
 from openrl_inspect.graphql_app import InspectorGraphQL
@@ -77,6 +77,7 @@ class World:
     store: GatedStore
     client: httpx.AsyncClient
     tokens: dict[str, str]
+    owners: list[str]
 
     @property
     def schema(self) -> InspectorSchema:
@@ -134,7 +135,7 @@ async def world(tmp_path: Path, limits: Limits | None = None) -> AsyncIterator[W
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://inspector") as client,
     ):
-        yield World(app, store, client, tokens)
+        yield World(app, store, client, tokens, owners)
 
 
 def models_of(response: httpx.Response) -> list[dict[str, Any]]:
@@ -212,6 +213,49 @@ async def test_different_variables_never_share(tmp_path: Path) -> None:
         assert [models_of(a) for a in answers] == alone
 
 
+async def test_rest_routes_share_and_each_narrows_its_own_copy(tmp_path: Path) -> None:
+    # One document and the same variables: the owner filter is applied to the answer,
+    # in place, after the shared execution.
+    async with world(tmp_path) as w:
+        mine, theirs = w.owners[0], w.owners[1]
+
+        async def inventory(owner: str) -> httpx.Response:
+            return await w.client.get(
+                f"{PREFIX}/inventory?first=20&models=20&owner={owner}",
+                headers={"authorization": f"Bearer {w.tokens['ops']}"},
+                timeout=WAIT_S,
+            )
+
+        first, second = await gated(w, [inventory(mine), inventory(theirs)], 1, 1)
+        for answer, owner in ((first, mine), (second, theirs)):
+            assert answer.status_code == 200, answer.text
+            sessions = answer.json()["data"]["sessions"]["nodes"]
+            assert sessions and {s["owner"] for s in sessions} == {owner}
+
+
+async def test_a_caller_past_its_deadline_is_answered_and_the_work_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path, Limits(request_deadline_s=3.0)) as w:
+        flights = w.schema.flights
+        assert flights is not None
+        w.store.gate.clear()
+        try:
+            first = asyncio.ensure_future(w.ask("ops", {"state": "ACTIVE"}))
+            await until(lambda: w.store.waiting > 0)
+            await asyncio.sleep(1.5)  # not a measure: the second's deadline falls later
+            second = asyncio.ensure_future(w.ask("ops", {"state": "ACTIVE"}))
+            await until(lambda: flights.joined == 1)
+            async with asyncio.timeout(WAIT_S):
+                late = (await first).json()
+            assert late["errors"][0]["extensions"]["code"] == "DEADLINE_EXCEEDED"
+            assert w.store.cancelled == 0  # the second still waits: the work goes on
+        finally:
+            w.store.gate.set()
+        async with asyncio.timeout(WAIT_S):
+            assert models_of(await second)
+
+
 def _body(variables: dict[str, Any]) -> bytes:
     return json.dumps({"query": MODELS, "variables": variables}).encode()
 
@@ -219,17 +263,20 @@ def _body(variables: dict[str, Any]) -> bytes:
 class GoneClient:
     """A raw ASGI client that sends its request, then disconnects when ``gone`` is set."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, rest: str | None = None) -> None:
         self.token = token
+        self.rest = rest  # a REST route's path and query, else a POST to /graphql
         self.gone = asyncio.Event()
         self.sent: list[Message] = []
 
     async def call(self, app: Starlette) -> None:
-        body = _body({"state": "ACTIVE"})
+        body = b"" if self.rest else _body({"state": "ACTIVE"})
+        path, _, query = (self.rest or GRAPHQL).partition("?")
         scope = {
             "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": "POST", "scheme": "http", "path": GRAPHQL, "raw_path": GRAPHQL.encode(),
-            "query_string": b"", "root_path": "", "server": ("127.0.0.1", 80),
+            "method": "GET" if self.rest else "POST", "scheme": "http", "path": path,
+            "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
+            "server": ("127.0.0.1", 80),
             "client": ("127.0.0.1", 5000),
             "headers": [
                 (b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
@@ -302,3 +349,20 @@ async def test_a_lone_client_that_leaves_cancels_its_execution_and_frees_its_slo
     # The request's own log line: no response, because its client left.
     gone = [r for r in caplog.records if getattr(r, "codes", None) == ["CLIENT_DISCONNECTED"]]
     assert [getattr(r, "status", None) for r in gone] == [499]
+
+
+async def test_a_rest_client_that_leaves_cancels_its_execution(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.store.gate.clear()
+        client = GoneClient(w.tokens["ops"], rest=f"{PREFIX}/inventory?first=20&models=20")
+        calling = asyncio.ensure_future(client.call(w.app))
+        try:
+            await until(lambda: w.store.waiting > 0)
+            client.gone.set()
+            async with asyncio.timeout(WAIT_S):
+                await calling
+            await until(lambda: w.store.waiting == 0)
+        finally:
+            w.store.gate.set()
+        assert w.store.cancelled >= 1
+        assert [m["status"] for m in client.sent if m["type"] == "http.response.start"] == [499]
