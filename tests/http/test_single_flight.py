@@ -29,9 +29,9 @@ from openrl_inspect.health import HealthSettings
 from openrl_inspect.schema.root import InspectorSchema
 from openrl_inspect.simulator import SimConfig
 from starlette.applications import Starlette
-from starlette.types import Message
 from support.auth_harness import new_token, token_line, write_lines
 from support.counting import CALLS
+from support.gone_client import GoneClient
 from support.harness import GRAPHQL, populate
 
 pytestmark = pytest.mark.anyio
@@ -260,51 +260,13 @@ def _body(variables: dict[str, Any]) -> bytes:
     return json.dumps({"query": MODELS, "variables": variables}).encode()
 
 
-class GoneClient:
-    """A raw ASGI client that sends its request, then disconnects when ``gone`` is set."""
-
-    def __init__(self, token: str, rest: str | None = None) -> None:
-        self.token = token
-        self.rest = rest  # a REST route's path and query, else a POST to /graphql
-        self.gone = asyncio.Event()
-        self.sent: list[Message] = []
-
-    async def call(self, app: Starlette) -> None:
-        body = b"" if self.rest else _body({"state": "ACTIVE"})
-        path, _, query = (self.rest or GRAPHQL).partition("?")
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": "GET" if self.rest else "POST", "scheme": "http", "path": path,
-            "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
-            "server": ("127.0.0.1", 80),
-            "client": ("127.0.0.1", 5000),
-            "headers": [
-                (b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"authorization", f"Bearer {self.token}".encode()),
-            ],
-        }  # fmt: skip
-        messages: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def receive() -> Message:
-            if messages:
-                return messages.pop(0)
-            await self.gone.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: Message) -> None:
-            self.sent.append(message)
-
-        await app(scope, receive, send)
-
-
 async def test_a_leader_that_leaves_still_answers_its_followers(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         alone = models_of(await w.ask("ops", {"state": "ACTIVE"}))
         flights = w.schema.flights
         assert flights is not None
         w.store.gate.clear()
-        leader = GoneClient(w.tokens["ops"])
+        leader = GoneClient(GRAPHQL, _body({"state": "ACTIVE"}), w.tokens["ops"])
         leading = asyncio.ensure_future(leader.call(w.app))
         try:
             await until(lambda: w.store.waiting > 0)
@@ -330,7 +292,7 @@ async def test_a_lone_client_that_leaves_cancels_its_execution_and_frees_its_slo
     caplog.set_level(logging.INFO)
     async with world(tmp_path, limits) as w:
         w.store.gate.clear()
-        client = GoneClient(w.tokens["ops"])
+        client = GoneClient(GRAPHQL, _body({"state": "ACTIVE"}), w.tokens["ops"])
         calling = asyncio.ensure_future(client.call(w.app))
         try:
             await until(lambda: w.store.waiting > 0)
@@ -354,7 +316,7 @@ async def test_a_lone_client_that_leaves_cancels_its_execution_and_frees_its_slo
 async def test_a_rest_client_that_leaves_cancels_its_execution(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         w.store.gate.clear()
-        client = GoneClient(w.tokens["ops"], rest=f"{PREFIX}/inventory?first=20&models=20")
+        client = GoneClient(f"{PREFIX}/inventory?first=20&models=20", token=w.tokens["ops"])
         calling = asyncio.ensure_future(client.call(w.app))
         try:
             await until(lambda: w.store.waiting > 0)

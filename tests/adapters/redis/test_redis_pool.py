@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -10,6 +11,7 @@ import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.context import Limits
 from openrl_inspect.simulator import SimConfig
+from support.gone_client import GoneClient
 from support.harness import GRAPHQL, app_client, populate
 from support.redis_server import RedisServer
 
@@ -101,3 +103,59 @@ async def test_fifty_concurrent_pollers_on_a_small_pool_all_get_answers(
         nodes = a.json()["data"]["models"]["nodes"]
         assert [m["id"] for m in nodes] == ids
         assert all(m["summary"]["verdict"] for m in nodes)
+
+
+# Holds Redis for 3.5 s (under the 5 s after which it answers others BUSY); DEBUG SLEEP
+# is off in a default redis-server.
+BUSY_SCRIPT = """
+local t = redis.call('TIME')
+local start = tonumber(t[1]) + tonumber(t[2]) / 1e6
+repeat
+  t = redis.call('TIME')
+until tonumber(t[1]) + tonumber(t[2]) / 1e6 - start > 3.5
+return 1
+"""
+
+
+async def test_a_client_that_leaves_mid_round_trip_gives_its_connection_back(
+    redis_server: RedisServer,
+) -> None:
+    writer = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    await writer.flushdb()
+    await populate(writer, SimConfig(seed=2, sessions=2))
+    # One connection, a short wait for it: a connection not given back leaves the next
+    # request BACKEND_BUSY.
+    settings = RedisSettings(url=redis_server.url, max_connections=1, pool_timeout_s=0.5)
+    store = RedisStateStore.from_settings(settings)
+    client = store.client
+    assert isinstance(client, aioredis.Redis)
+    pool = client.connection_pool
+
+    def in_use() -> int:
+        return len(list(pool._get_in_use_connections()))
+
+    gone = GoneClient(GRAPHQL, json.dumps({"query": QUERY}).encode())
+    try:
+        async with app_client(store) as http:
+            # Redis is single-threaded: while it runs a script, the request's round trip is sent
+            # and unanswered, its connection checked out.
+            sleeping = asyncio.ensure_future(writer.eval(BUSY_SCRIPT, 0))
+            app = http._transport.app  # type: ignore[attr-defined]  # the ASGI app under the client
+            calling = asyncio.ensure_future(gone.call(app))
+            async with asyncio.timeout(10):
+                while in_use() == 0:  # noqa: ASYNC110 # the pool has no event to wait on
+                    await asyncio.sleep(0.01)
+                gone.gone.set()
+                await calling
+                # The shared execution is cancelled after the request has returned.
+                while in_use() > 0:  # noqa: ASYNC110 # the pool has no event to wait on
+                    await asyncio.sleep(0.01)
+            assert gone.sent == []
+            assert not sleeping.done()  # given back at the cancellation, not at the answer
+            async with asyncio.timeout(15):
+                await sleeping
+            codes = await _codes(http, 1)
+    finally:
+        await store.aclose()
+        await writer.aclose()
+    assert codes == [], codes
