@@ -38,6 +38,8 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from openrl_inspect.state.rollup import ModelRollup
+from openrl_inspect.state.rollup import decode as decode_rollup
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -75,6 +77,10 @@ class StateStore(Protocol):
     async def placements(
         self, keys: Sequence[tuple[str, str]]
     ) -> list[PlacementRecord | BadRecord | None]: ...
+
+    async def rollups(
+        self, requests: Sequence[tuple[str, int]]
+    ) -> list[ModelRollup | BadRecord | None]: ...
 
 
 def list_key(ref: ListRef) -> str:
@@ -307,6 +313,32 @@ class RedisStateStore:
             _record("placement", PlacementRecord.from_hash, h, {"id": p, "model_id": m})
             for (m, p), h in zip(placement_keys, raw, strict=True)
         ]
+
+    async def rollups(
+        self, requests: Sequence[tuple[str, int]]
+    ) -> list[ModelRollup | BadRecord | None]:
+        """Each model's rollup with its newest ``n`` step entries (``(model id, n)``):
+        two commands a model, one round trip for the batch."""
+
+        def build(pipe: Pipe) -> None:
+            for mid, n in requests:
+                _hgetall(pipe, keys.rollup(mid))
+                pipe.execute_command(
+                    "ZREVRANGE", keys.rollup_steps(mid), 0, max(0, n - 1), NEVER_DECODE=True
+                )
+
+        raw = await self._run_records(build)
+        out: list[ModelRollup | BadRecord | None] = []
+        for i, (mid, _) in enumerate(requests):
+            h, members = raw[2 * i], raw[2 * i + 1]
+            if isinstance(h, Exception) or isinstance(members, Exception):
+                out.append(BadRecord("rollup", mid, "it is stored with the wrong Redis type"))
+                continue
+            try:
+                out.append(decode_rollup(mid, _text_hash(h), members))
+            except DecodeError as exc:
+                out.append(BadRecord("rollup", mid, str(exc)))
+        return out
 
 
 def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:

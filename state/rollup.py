@@ -1,0 +1,133 @@
+"""A model's rollup: what the recorder keeps beside the records so that a summary is one
+read per model, and how a reader decodes it (docs/redis-schema.md, "Rollups").
+
+The writer (``recorder/_rollup.py``) and the reader (``adapters/redis``) share the caps
+below: a reader trusts a rollup only for what those caps keep whole, and scans otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+from openrl_inspect.state.decode import DecodeError
+from openrl_inspect.state.records import OpRecord, StepRecord
+
+#: The rollup format written in the rollup hash's ``v`` field.
+VERSION: Final = "1"
+#: The newest steps the rollup keeps.
+STEPS: Final = 128
+#: The first ops of a step (by acceptance) each step's entry carries.
+OPS_PER_STEP: Final = 128
+#: Longer op kinds are left out of an entry (the op is then read from its hash).
+KIND_CHARS: Final = 256
+
+# The op hash fields an entry carries, in its order (after the op id, before the flag).
+OP_FIELDS: Final = (
+    "kind",
+    "step",
+    "status",
+    "accepted_at",
+    "enqueued_at",
+    "started_at",
+    "finished_at",
+    "worker_id",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RollupOp:
+    """An op as its step's entry carries it. ``detail``: the entry lacks something a
+    summary may quote (a failed op's error, a kind too long to carry), so a reader that
+    needs it reads the op's hash."""
+
+    id: str
+    record: OpRecord | None  # None: the op's hash was gone or could not be decoded
+    detail: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RollupStep:
+    step: StepRecord | None  # None: neither a step hash nor ops (the scan skips it too)
+    number: int
+    op_count: int
+    ops: tuple[RollupOp, ...]  # the first OPS_PER_STEP by acceptance
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRollup:
+    """A model's rollup: its newest steps (newest first) with their ops.
+
+    ``complete``: the rollup was started when the model was created, so it has seen every
+    write; one begun later (data recorded before rollups existed) is not used.
+    """
+
+    model_id: str
+    complete: bool
+    steps: tuple[RollupStep, ...]
+    counters: Mapping[str, str]
+
+    def window(self, latest_step: int | None, kept_steps: int, n: int, page: int) -> bool:
+        """Whether the rollup holds exactly what a scan of the newest ``n`` steps, ``page``
+        ops per step, would read: else the reader scans."""
+        if not self.complete or n > STEPS or page > OPS_PER_STEP:
+            return False
+        if len(self.steps) != min(n, kept_steps):
+            return False
+        if self.steps and self.steps[0].number != latest_step:
+            return False
+        return all(len(s.ops) >= min(s.op_count, page) for s in self.steps)
+
+
+def decode(mid: str, h: Mapping[str, str], members: Sequence[str | bytes]) -> ModelRollup | None:
+    """The rollup from its hash and its newest step entries; ``None`` if there is none.
+
+    Raises ``DecodeError`` for an entry that is not what the writer writes."""
+    if not h:
+        return None
+    steps = tuple(_step(mid, m) for m in members)
+    return ModelRollup(mid, h.get("v") == VERSION, steps, h)
+
+
+def _step(mid: str, member: str | bytes) -> RollupStep:
+    try:
+        e = orjson.loads(member)
+        n = int(e["n"])
+        count = int(e["c"])
+        raw_ops = e["o"] or []  # Lua's cjson writes an empty table as {}
+        if not isinstance(raw_ops, list):
+            raise TypeError("ops")
+        ops = tuple(_op(mid, o) for o in raw_ops[:OPS_PER_STEP])
+        h = _fields({"started_at": e.get("s"), "finished_at": e.get("f")})
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise DecodeError(f"a rollup step entry is malformed ({type(exc).__name__})") from None
+    step: StepRecord | None = None
+    if e.get("e") or count:
+        try:
+            step = StepRecord.from_hash(mid, n, h, count)
+        except DecodeError:
+            step = None  # the scan skips a bad step record too
+    return RollupStep(step, n, count, ops)
+
+
+def _op(mid: str, raw: Any) -> RollupOp:
+    if not isinstance(raw, list) or len(raw) != len(OP_FIELDS) + 2:
+        raise TypeError("op")
+    oid = str(raw[0])
+    if raw[1] is False and all(v is False for v in raw[2:-1]):
+        return RollupOp(oid, None, False)  # the op's hash is gone: the scan skips it
+    h = _fields(dict(zip(OP_FIELDS, raw[1:-1], strict=True)))
+    h["id"] = oid
+    h["model_id"] = mid
+    try:
+        record: OpRecord | None = OpRecord.from_hash(h)
+    except DecodeError:
+        record = None
+    return RollupOp(oid, record, bool(raw[-1]))
+
+
+def _fields(values: Mapping[str, Any]) -> dict[str, str]:
+    # Lua writes a missing hash field as false: absent, as in the hash itself.
+    return {k: str(v) for k, v in values.items() if v is not False and v is not None}
