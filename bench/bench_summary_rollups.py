@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Limits
-from openrl_inspect.simulator import SimConfig
-from support.harness import app_client, populate
+from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.simulator import SimConfig, Simulation
+from support.harness import app_client
 from support.redis_server import RedisServer
 
 QUERY = """
@@ -77,7 +78,13 @@ async def main(args: argparse.Namespace) -> None:
             nodes_per_pool=(("h100", args.sessions * args.models),),
         )
         t0 = time.perf_counter()
-        await populate(writer, config)
+        # The recorder's default batches (512 records), as OpenRL's processes flush: one
+        # pipeline of the whole history would outlast the recorder's attempt timeout; the
+        # buffer holds the whole history, written as fast as Redis takes it.
+        settings = RecorderSettings(publish_counters=False, capacity=1 << 21)
+        rec = AsyncRecorder(writer, settings=settings)
+        Simulation(config, rec).populate(time.time())
+        await rec.flush()
         fill_s = time.perf_counter() - t0
         await writer.aclose()
         admin = aioredis.Redis.from_url(server.url, decode_responses=True)

@@ -118,9 +118,10 @@ def _op(mid: str, raw: Any) -> RollupOp:
     oid = str(raw[0])
     if raw[1] is False and all(v is False for v in raw[2:-1]):
         return RollupOp(oid, None, False)  # the op's hash is gone: the scan skips it
-    h = _fields(dict(zip(OP_FIELDS, raw[1:-1], strict=True)))
-    h["id"] = oid
-    h["model_id"] = mid
+    h = {"id": oid, "model_id": mid}
+    for name, v in zip(OP_FIELDS, raw[1:-1], strict=True):
+        if v is not False and v is not None:
+            h[name] = v if isinstance(v, str) else str(v)
     try:
         record: OpRecord | None = OpRecord.from_hash(h)
     except DecodeError:
