@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import platform
 import statistics
 import sys
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import redis.asyncio as aioredis
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.recorder._batch import Batch
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client
 from support.redis_server import RedisServer
@@ -64,10 +66,36 @@ async def ask(http: httpx.AsyncClient, payload: dict[str, Any]) -> tuple[float, 
     return elapsed, body
 
 
+async def fill(url: str, config: SimConfig, rollups: bool) -> tuple[float, float]:
+    """Write the simulated history; seconds taken and redis-server CPU seconds used."""
+    writer = aioredis.Redis.from_url(url, decode_responses=True)
+    cpu0 = await redis_cpu(writer)
+    t0 = time.perf_counter()
+    # The recorder's default batches (512 records), as OpenRL's processes flush: one
+    # pipeline of the whole history would outlast the recorder's attempt timeout; the
+    # buffer holds the whole history, written as fast as Redis takes it.
+    settings = RecorderSettings(publish_counters=False, capacity=1 << 21)
+    rec = AsyncRecorder(writer, settings=settings)
+    with contextlib.ExitStack() as patches:
+        if not rollups:  # the writer as it was before rollups
+            for name in ("rollup_step", "rollup_op"):
+                patches.enter_context(mock.patch.object(Batch, name, return_value=None))
+        Simulation(config, rec).populate(time.time())
+        await rec.flush()
+    elapsed = time.perf_counter() - t0
+    cpu = await redis_cpu(writer) - cpu0
+    await writer.aclose()
+    return elapsed, cpu
+
+
+async def redis_cpu(client: Any) -> float:
+    info = await client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 async def main(args: argparse.Namespace) -> None:
     server = RedisServer().start()
     try:
-        writer = aioredis.Redis.from_url(server.url, decode_responses=True)
         config = SimConfig(
             seed=1,
             sessions=args.sessions,
@@ -77,16 +105,12 @@ async def main(args: argparse.Namespace) -> None:
             scenarios=False,
             nodes_per_pool=(("h100", args.sessions * args.models),),
         )
-        t0 = time.perf_counter()
-        # The recorder's default batches (512 records), as OpenRL's processes flush: one
-        # pipeline of the whole history would outlast the recorder's attempt timeout; the
-        # buffer holds the whole history, written as fast as Redis takes it.
-        settings = RecorderSettings(publish_counters=False, capacity=1 << 21)
-        rec = AsyncRecorder(writer, settings=settings)
-        Simulation(config, rec).populate(time.time())
-        await rec.flush()
-        fill_s = time.perf_counter() - t0
-        await writer.aclose()
+        bare = RedisServer().start()
+        try:  # the writing side: the same history without rollups, for its cost
+            bare_fill, bare_cpu = await fill(bare.url, config, rollups=False)
+        finally:
+            bare.cleanup()
+        fill_s, fill_cpu = await fill(server.url, config, rollups=True)
         admin = aioredis.Redis.from_url(server.url, decode_responses=True)
         payload = {"query": QUERY, "variables": {"first": args.first, "steps": args.steps}}
         stores = {
@@ -100,7 +124,7 @@ async def main(args: argparse.Namespace) -> None:
             p: {"ms": [], "trips": [], "commands": []} for p in PATHS
         }
         answers: dict[str, Any] = {}
-        async with AsyncExitStack() as stack:
+        async with contextlib.AsyncExitStack() as stack:
             clients = {
                 p: await stack.enter_async_context(app_client(stores[p], limits[p])) for p in PATHS
             }
@@ -126,6 +150,10 @@ async def main(args: argparse.Namespace) -> None:
         print(
             f"filled {args.sessions * args.models} models x {args.steps} steps x {args.ops} ops "
             f"in {fill_s:.1f} s; {scan['totalCount']} active; {len(scan['nodes'])} summarised"
+        )
+        print(
+            f"| writing the history | with rollups: {fill_s:.1f} s, redis-server CPU "
+            f"{fill_cpu:.1f} s | without: {bare_fill:.1f} s, CPU {bare_cpu:.1f} s |"
         )
         print("| path | median | min | max | round trips | Redis commands per request |")
         print("|---|---|---|---|---|---|")
