@@ -24,6 +24,11 @@ OPS_PER_STEP: Final = 128
 #: Longer op kinds are left out of an entry (the op is then read from its hash).
 KIND_CHARS: Final = 256
 
+#: Upper edges (seconds) of the op duration histogram's buckets; the last bucket is open.
+BUCKET_EDGES_S: Final = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+#: The counter name a kind too long to carry is counted under.
+LONG_KIND: Final = "~long"
+
 # The op hash fields an entry carries, in its order (after the op id, before the flag).
 OP_FIELDS: Final = (
     "kind",
@@ -79,6 +84,58 @@ class ModelRollup:
         if self.steps and self.steps[0].number != latest_step:
             return False
         return all(len(s.ops) >= min(s.op_count, page) for s in self.steps)
+
+
+@dataclass(frozen=True, slots=True)
+class KindTotals:
+    """A kind's finished ops over the model's life (the first ``OPS_PER_STEP`` of each
+    step): how many, how many failed, their summed duration and duration histogram."""
+
+    kind: str
+    count: int
+    failed: int
+    duration_sum_s: float
+    buckets: tuple[int, ...]  # len(BUCKET_EDGES_S) + 1 counts
+
+    def quantile_s(self, q: float) -> float | None:
+        """The upper edge of the bucket holding the ``q`` quantile (an upper bound;
+        ``None`` past the last edge or with no timed ops)."""
+        total = sum(self.buckets)
+        if not total:
+            return None
+        rank = q * total
+        seen = 0
+        for i, n in enumerate(self.buckets):
+            seen += n
+            if seen >= rank and n:
+                return BUCKET_EDGES_S[i] if i < len(BUCKET_EDGES_S) else None
+        return None
+
+
+def kind_totals(counters: Mapping[str, str]) -> list[KindTotals]:
+    """The rollup hash's lifetime counters, per kind (sorted); bad values read as 0."""
+    kinds = sorted(k[2:] for k in counters if k.startswith("n:"))
+    out = []
+    for kind in kinds:
+        buckets = tuple(_int(counters.get(f"h:{kind}:{i}")) for i in range(len(BUCKET_EDGES_S) + 1))
+        try:
+            dur = float(counters.get(f"dur:{kind}", "0"))
+        except ValueError:
+            dur = 0.0
+        out.append(
+            KindTotals(
+                kind, _int(counters.get(f"n:{kind}")), _int(counters.get(f"failed:{kind}")),
+                dur, buckets,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _int(raw: str | None) -> int:
+    try:
+        return int(raw or 0)
+    except ValueError:
+        return 0
 
 
 def decode(mid: str, h: Mapping[str, str], members: Sequence[str | bytes]) -> ModelRollup | None:

@@ -23,7 +23,7 @@ from openrl_inspect.errors import BadRecord
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.simulator import SimConfig, Simulation
-from openrl_inspect.state import keys
+from openrl_inspect.state import keys, rollup
 from openrl_inspect.state.records import ModelRecord
 from support.redis_server import RedisServer, require_redis
 
@@ -185,6 +185,39 @@ async def test_rollups_and_scan_agree_on_redis_server(real_world: World) -> None
     await _check_op_reads(real_world)
 
 
+async def _check_counters(w: World) -> None:
+    """The lifetime counters match the finished ops stored, per kind."""
+    counted = 0
+    for mid in sorted(w.sim.models):
+        truth: dict[str, list[Any]] = {}
+        for n in await w.client.zrange(keys.steps(mid), 0, -1):
+            for oid in await w.client.zrange(keys.step_ops(mid, int(n)), 0, -1):
+                op = await w.client.hgetall(keys.op(mid, oid))
+                if "finished_at" not in op:
+                    continue
+                t = truth.setdefault(op["kind"], [0, 0, 0.0, 0])
+                t[0] += 1
+                t[1] += op["status"] == OpStatus.FAILED
+                if "started_at" in op:
+                    t[2] += float(op["finished_at"]) - float(op["started_at"])
+                    t[3] += 1
+        totals = rollup.kind_totals(await w.client.hgetall(keys.rollup(mid)))
+        got = {k.kind: [k.count, k.failed, k.duration_sum_s, sum(k.buckets)] for k in totals}
+        assert got.keys() == truth.keys(), mid
+        for kind, (count, failed, dur, timed) in truth.items():
+            assert got[kind][:2] == [count, failed], (mid, kind)
+            assert got[kind][2] == pytest.approx(dur, rel=1e-9, abs=1e-6), (mid, kind)
+            assert got[kind][3] == timed, (mid, kind)
+        counted += sum(t[0] for t in truth.values())
+    assert counted > 100
+
+
+async def test_lifetime_counters_match_the_ops(fake_world: World, real_world: World) -> None:
+    for w in (fake_world, real_world):
+        await _check_counters(w)
+
+
+# Last: it deletes the rollups of the module's worlds.
 async def test_old_data_summarises_the_same(fake_world: World, real_world: World) -> None:
     for w in (fake_world, real_world):
         await _check_old_data(w)
