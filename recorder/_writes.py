@@ -4,8 +4,9 @@ A write function adds one record's effect to a :class:`~._batch.Batch` (which co
 the writes of a batch per key). ``WRITES`` maps each record kind, the name of the
 record method, to its write function; ``LOW_VALUE`` names the kinds shed first.
 
-Every command is idempotent (HSET, HSETNX, ZADD, ZREM, SET, EXPIRE, trims, and scripts
-that only trim or expire): replaying a batch after a failed or half-applied pipeline
+Every command is idempotent (HSET, HSETNX, ZADD, ZREM, SET, EXPIRE, trims, scripts that
+only trim or expire, and the rollup script, which rebuilds what it keeps from the stored
+records, see ``_rollup``): replaying a batch after a failed or half-applied pipeline
 leaves the same state as writing it once. Records that add a list entry (sampler
 batches, client logs) carry a record id fixed when the record is taken from the buffer,
 so a replay re-adds the same sorted-set member, not a copy.
