@@ -81,7 +81,8 @@ async def fill(url: str, config: SimConfig, rollups: bool) -> tuple[float, float
             for name in ("rollup_step", "rollup_op"):
                 patches.enter_context(mock.patch.object(Batch, name, return_value=None))
         Simulation(config, rec).populate(time.time())
-        await rec.flush()
+        stats = await rec.close(timeout_s=600)
+    assert stats.dropped == 0 and stats.pending == 0, stats
     elapsed = time.perf_counter() - t0
     cpu = await redis_cpu(writer) - cpu0
     await writer.aclose()
