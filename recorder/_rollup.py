@@ -82,7 +82,7 @@ for _, s in ipairs(order) do
   local member = cjson.encode({n = s, s = h[1], f = h[2],
                                e = redis.call('EXISTS', stepkey),
                                c = redis.call('ZCARD', opskey), o = ops})
-  local old = redis.call('ZRANGEBYSCORE', skey, s, s)
+  local old = redis.call('ZRANGE', skey, s, s, 'BYSCORE')
   -- Lifetime counters move by what the step's entry changed: a rebuild that changes
   -- nothing (a replayed batch) moves nothing.
   local delta = {}
