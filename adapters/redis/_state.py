@@ -26,6 +26,7 @@ from openrl_inspect.adapters.redis._client import (
     guarded,
     run,
 )
+from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
 from openrl_inspect.errors import BackendProtocolError, BadRecord, SchemaVersionError
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT, DecodeError
@@ -39,7 +40,6 @@ from openrl_inspect.state.records import (
     WorkerRecord,
 )
 from openrl_inspect.state.rollup import ModelRollup
-from openrl_inspect.state.rollup import decode as decode_rollup
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -319,26 +319,8 @@ class RedisStateStore:
     ) -> list[ModelRollup | BadRecord | None]:
         """Each model's rollup with its newest ``n`` step entries (``(model id, n)``):
         two commands a model, one round trip for the batch."""
-
-        def build(pipe: Pipe) -> None:
-            for mid, n in requests:
-                _hgetall(pipe, keys.rollup(mid))
-                pipe.execute_command(
-                    "ZREVRANGE", keys.rollup_steps(mid), 0, max(0, n - 1), NEVER_DECODE=True
-                )
-
-        raw = await self._run_records(build)
-        out: list[ModelRollup | BadRecord | None] = []
-        for i, (mid, _) in enumerate(requests):
-            h, members = raw[2 * i], raw[2 * i + 1]
-            if isinstance(h, Exception) or isinstance(members, Exception):
-                out.append(BadRecord("rollup", mid, "it is stored with the wrong Redis type"))
-                continue
-            try:
-                out.append(decode_rollup(mid, _text_hash(h), members))
-            except DecodeError as exc:
-                out.append(BadRecord("rollup", mid, str(exc)))
-        return out
+        raw = await self._run_records(partial(queue_rollups, requests=requests))
+        return decode_rollups(requests, raw)
 
 
 def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:
