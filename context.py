@@ -54,6 +54,9 @@ class Limits:
     heartbeat_stale_s: float = 30.0
     # An op running longer than this on a live worker is stuck.
     stuck_after_s: float = 600.0
+    # Summaries read a model's rollup (one read) where the recorder kept one; off: they
+    # scan every op of the steps summarised, as before rollups (for comparisons).
+    use_rollups: bool = True
 
 
 def _raw_query_off() -> RawQuerySettings:

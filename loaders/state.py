@@ -27,6 +27,7 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from openrl_inspect.state.rollup import ModelRollup
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class StateLoaders:
     workers: BatchLoader[str, WorkerRecord | None]
     placements: BatchLoader[tuple[str, str], PlacementRecord | None]
     sampler_batches: BatchLoader[SamplerBatchRequest, SamplerBatchSlice]
+    # (model id, newest steps wanted) -> the model's rollup (state/rollup.py)
+    rollups: BatchLoader[tuple[str, int], ModelRollup | None]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
@@ -60,4 +63,5 @@ class StateLoaders:
             workers=BatchLoader(store.workers),
             placements=BatchLoader(store.placements),
             sampler_batches=BatchLoader(load_batches),
+            rollups=BatchLoader(store.rollups),
         )

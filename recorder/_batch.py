@@ -9,7 +9,9 @@ Combining is exact for what the records do:
 - HSETNX keeps the first value per field (later ones would have been no-ops);
 - SET keeps the last value; trims keep the widest cutoff; EXPIRE keeps the last TTL;
 - EXPIREs, trims and the per-model Lua scripts run after the batch's other writes,
-  so a key created in the batch gets its TTL, and a trim sees every step of the batch.
+  so a key created in the batch gets its TTL, and a trim sees every step of the batch;
+- rollups (``_rollup``): one script per model refreshes the entries of the steps the
+  batch touched, after the writes and before the retention scripts.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from openrl_inspect.recorder._config import Retention
+from openrl_inspect.recorder._rollup import command as rollup_command
 
 Command = tuple[Any, ...]
 
@@ -28,6 +31,7 @@ class Batch:
         "_ex",
         "_h",
         "_nx",
+        "_ru",
         "_s",
         "_sc",
         "_snx",
@@ -54,6 +58,8 @@ class Batch:
         self._tr: dict[str, int] = {}
         self._ex: dict[str, int] = {}
         self._sc: dict[tuple[str, str], tuple[Any, ...]] = {}
+        # model id -> (steps, op ids) whose rollup entries the batch must refresh
+        self._ru: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
 
     def record_id(self) -> str:
         """A stable id for the current record: the same on every replay of its batch."""
@@ -116,6 +122,20 @@ class Batch:
         """Run a per-model script once per batch, after the batch's other writes."""
         self._sc[(script, key)] = args
 
+    def rollup_step(self, mid: str, step: int) -> None:
+        """Refresh the rollup entry of step ``step`` after the batch's writes."""
+        self._rollup(mid)[0][str(step)] = None
+
+    def rollup_op(self, mid: str, oid: str) -> None:
+        """Refresh the rollup entry of the step op ``oid`` belongs to."""
+        self._rollup(mid)[1][oid] = None
+
+    def _rollup(self, mid: str) -> tuple[dict[str, None], dict[str, None]]:
+        ru = self._ru.get(mid)
+        if ru is None:
+            ru = self._ru[mid] = ({}, {})
+        return ru
+
     # -- emission -------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -129,6 +149,7 @@ class Batch:
             + len(self._tr)
             + len(self._ex)
             + len(self._sc)
+            + len(self._ru)
         )
 
     def commands(self) -> list[Command]:
@@ -143,6 +164,23 @@ class Batch:
             out.append(("HSET", key, *flat))
         for (key, name), v in self._nx.items():
             out.append(("HSETNX", key, name, v))
+        self._zset_commands(out)
+        for key, (value, ex) in self._s.items():
+            out.append(("SET", key, value, "EX", ex))
+        for key, below in self._ts.items():
+            out.append(("ZREMRANGEBYSCORE", key, "-inf", below))
+        for key, keep in self._tr.items():
+            out.append(("ZREMRANGEBYRANK", key, 0, -keep - 1))
+        for key, ttl in self._ex.items():
+            out.append(("EXPIRE", key, ttl))
+        # Rollups read what the writes above left, before a trim deletes old steps.
+        for mid, (steps, ops) in self._ru.items():
+            out.append(rollup_command(mid, list(steps), list(ops)))
+        for (script, key), args in self._sc.items():
+            out.append(("EVAL", script, 1, key, *args))
+        return out
+
+    def _zset_commands(self, out: list[Command]) -> None:
         for key, members in self._z.items():
             add: list[Any] = []
             rem: list[str] = []
@@ -156,14 +194,3 @@ class Batch:
                 out.append(("ZADD", key, *add))
             if rem:
                 out.append(("ZREM", key, *rem))
-        for key, (value, ex) in self._s.items():
-            out.append(("SET", key, value, "EX", ex))
-        for key, below in self._ts.items():
-            out.append(("ZREMRANGEBYSCORE", key, "-inf", below))
-        for key, keep in self._tr.items():
-            out.append(("ZREMRANGEBYRANK", key, 0, -keep - 1))
-        for key, ttl in self._ex.items():
-            out.append(("EXPIRE", key, ttl))
-        for (script, key), args in self._sc.items():
-            out.append(("EVAL", script, 1, key, *args))
-        return out

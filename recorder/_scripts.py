@@ -47,7 +47,7 @@ for _, pl in ipairs(redis.call('ZRANGE', p .. ':placements', 0, -1)) do
   redis.call('EXPIRE', p .. ':placement:' .. pl, ttl)
 end
 for _, k in ipairs({':steps', ':ops:open', ':workers', ':placements', ':logs',
-                    ':sampler:batches'}) do
+                    ':sampler:batches', ':rollup', ':rollup:steps'}) do
   redis.call('EXPIRE', p .. k, ttl)
 end
 redis.call('EXPIRE', KEYS[1], ttl)

@@ -4,8 +4,9 @@ A write function adds one record's effect to a :class:`~._batch.Batch` (which co
 the writes of a batch per key). ``WRITES`` maps each record kind, the name of the
 record method, to its write function; ``LOW_VALUE`` names the kinds shed first.
 
-Every command is idempotent (HSET, HSETNX, ZADD, ZREM, SET, EXPIRE, trims, and scripts
-that only trim or expire): replaying a batch after a failed or half-applied pipeline
+Every command is idempotent (HSET, HSETNX, ZADD, ZREM, SET, EXPIRE, trims, scripts that
+only trim or expire, and the rollup script, which rebuilds what it keeps from the stored
+records, see ``_rollup``): replaying a batch after a failed or half-applied pipeline
 leaves the same state as writing it once. Records that add a list entry (sampler
 batches, client logs) carry a record id fixed when the record is taken from the buffer,
 so a replay re-adds the same sorted-set member, not a copy.
@@ -25,7 +26,7 @@ from typing import Any
 from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
 from openrl_inspect.recorder._batch import Batch
 from openrl_inspect.recorder._scripts import EXPIRE_MODEL, TRIM_STEPS, model_prefix
-from openrl_inspect.state import keys
+from openrl_inspect.state import keys, rollup
 from openrl_inspect.state.records import dumps, encode
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -94,6 +95,8 @@ def model_created(
             }
         ),
     )
+    # The rollup begins with the model: a reader trusts only a rollup that saw it all.
+    b.hset1(keys.rollup(mid), "v", rollup.VERSION)
     b.zadd(keys.session_models(sid), mid, at)
     b.zadd(keys.models_in_state(ModelState.WAITING), mid, at)
     session_activity(b, sid, at)
@@ -145,12 +148,14 @@ def op_accepted(
     b.set(keys.op_index(oid), mid, int(r.op_index_ttl_s))
     if session_id is not None:
         b.hset1(keys.session(session_id), "last_activity_at", sat)
+    b.rollup_step(mid, step)
     if step % r.trim_every_steps == 0:
         b.script(TRIM_STEPS, keys.steps(mid), r.max_steps_per_model, model_prefix(mid))
 
 
 def op_enqueued(b: Batch, mid: str, oid: str, at: float) -> None:
     b.hset(keys.op(mid, oid), {"status": OpStatus.QUEUED, "enqueued_at": repr(at)})
+    b.rollup_op(mid, oid)
 
 
 def op_started(b: Batch, mid: str, oid: str, worker_id: str, at: float) -> None:
@@ -159,6 +164,7 @@ def op_started(b: Batch, mid: str, oid: str, worker_id: str, at: float) -> None:
         {"status": OpStatus.RUNNING, "started_at": repr(at), "worker_id": worker_id},
     )
     b.zadd(keys.model_workers(mid), worker_id, at)
+    b.rollup_op(mid, oid)
 
 
 def op_finished(
@@ -177,6 +183,7 @@ def op_finished(
         fields["error"] = error
     b.hset(keys.op(mid, oid), fields)
     b.zrem(keys.open_ops(mid), oid)
+    b.rollup_op(mid, oid)
 
 
 def step_metrics(
@@ -192,6 +199,7 @@ def step_metrics(
         fields["finished_at"] = repr(at)
     b.zadd(keys.steps(mid), str(step), step)
     b.hset(keys.step(mid, step), fields)
+    b.rollup_step(mid, step)
 
 
 def heartbeat(

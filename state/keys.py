@@ -108,3 +108,11 @@ RECORDERS = f"{PREFIX}:recorders"  # ZSET recorder id -> last counters written (
 
 def recorder(rid: str) -> str:
     return f"{PREFIX}:recorder:{rid}"  # HASH a recorder process's counters
+
+
+def rollup(mid: str) -> str:
+    return f"{_m(mid)}:rollup"  # HASH the model's rollup: format version, lifetime counters
+
+
+def rollup_steps(mid: str) -> str:
+    return f"{_m(mid)}:rollup:steps"  # ZSET one JSON member per recent step -> step number

@@ -13,6 +13,7 @@ Private modules::
     _state        RedisStateStore: batched index reads, one round trip per batch
     _client_logs  RedisClientLogs: a model's or session's client logs, bounded
     _sampler_batches  RedisSamplerBatches: many models' sampler batch records, bounded
+    _rollups      the commands and decoding of RedisStateStore.rollups (models' rollups)
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from openrl_inspect.adapters.redis._client import (
     guarded,
     run,
 )
+from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
 from openrl_inspect.errors import BackendProtocolError, BadRecord, SchemaVersionError
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT, DecodeError
@@ -38,6 +39,7 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from openrl_inspect.state.rollup import ModelRollup
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -75,6 +77,10 @@ class StateStore(Protocol):
     async def placements(
         self, keys: Sequence[tuple[str, str]]
     ) -> list[PlacementRecord | BadRecord | None]: ...
+
+    async def rollups(
+        self, requests: Sequence[tuple[str, int]]
+    ) -> list[ModelRollup | BadRecord | None]: ...
 
 
 def list_key(ref: ListRef) -> str:
@@ -310,6 +316,14 @@ class RedisStateStore:
             _record("placement", PlacementRecord.from_hash, h, {"id": p, "model_id": m})
             for (m, p), h in zip(placement_keys, raw, strict=True)
         ]
+
+    async def rollups(
+        self, requests: Sequence[tuple[str, int]]
+    ) -> list[ModelRollup | BadRecord | None]:
+        """Each model's rollup with its newest ``n`` step entries (``(model id, n)``):
+        two commands a model, one round trip for the batch."""
+        raw = await self._run_records(partial(queue_rollups, requests=requests))
+        return decode_rollups(requests, raw)
 
 
 def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:

@@ -23,6 +23,7 @@ from openrl_inspect.state.records import (
     StepRecord,
     WorkerRecord,
 )
+from openrl_inspect.state.rollup import ModelRollup
 
 R = TypeVar("R")
 K = TypeVar("K", bound=Hashable)
@@ -166,6 +167,15 @@ async def step_ops(
         lambda ps: _each(ctx.state.ops, [(mid, p.member) for p in ps]),
         newest_first=False,
     )
+
+
+async def rollup(ctx: Context, mid: str, steps: int) -> ModelRollup | None:
+    """The model's rollup with its newest ``steps`` entries; ``None`` when there is none
+    or it cannot be read (the caller then scans, as for data written before rollups)."""
+    try:
+        return await ctx.state.rollups.load((mid, steps))
+    except BadRecord:
+        return None
 
 
 async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None) -> Paged[OpRecord]:

@@ -14,12 +14,14 @@ from dataclasses import dataclass, replace
 
 from openrl_inspect.context import Context
 from openrl_inspect.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
+from openrl_inspect.errors import BadRecord
 from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
 from openrl_inspect.resolvers.diagnosis.text import clip
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import evidence as E
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
+from openrl_inspect.state.rollup import ModelRollup
 
 # How many open ops a summary inspects (oldest first); more are counted, not judged.
 OPEN_OPS_JUDGED = 100
@@ -163,25 +165,41 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
 
 async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[ModelEvidence, int]:
     """What Redis says of the model: the evidence's state part, and how many ops are
-    open (only the oldest ``OPEN_OPS_JUDGED`` are judged)."""
+    open (only the oldest ``OPEN_OPS_JUDGED`` are judged).
+
+    The steps and their ops come from the model's rollup when it holds them whole (one
+    read a model, whatever its steps), else from a scan of each step's ops (data written
+    before rollups). Both give the same evidence (tests/api/test_rollup_equivalence.py).
+    """
     size = ctx.limits.max_page_size
-    steps_page, open_page, workers_page, placements = await asyncio.gather(
-        S.model_steps(ctx, rec.id, window_steps, None),
+    use = ctx.limits.use_rollups
+    rollup, scanned, open_page, workers_page, placements = await asyncio.gather(
+        S.rollup(ctx, rec.id, window_steps) if use else _nothing(),
+        _nothing() if use else S.model_steps(ctx, rec.id, window_steps, None),
         S.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
         S.model_workers(ctx, rec.id, size, None),
         S.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
     )
-    steps = steps_page.readable()
     open_ops = open_page.readable()
-    op_pages, health = await asyncio.gather(
-        asyncio.gather(*(S.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
-        asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
-    )
+    if rollup is not None and rollup.window(rec.latest_step, rec.kept_steps, window_steps, size):
+        (steps, ops), health = await asyncio.gather(
+            _from_rollup(ctx, rollup, size),
+            asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
+        )
+    else:
+        if scanned is None:
+            scanned = await S.model_steps(ctx, rec.id, window_steps, None)
+        steps = scanned.readable()
+        op_pages, health = await asyncio.gather(
+            asyncio.gather(*(S.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
+            asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
+        )
+        ops = [op for page in op_pages for op in page.readable()]
     workers = workers_page.readable()
     state = StateEvidence(
         model=rec,
         steps=tuple(sorted(steps, key=lambda s: s.step)),
-        ops=tuple(op for page in op_pages for op in page.readable()),
+        ops=tuple(ops),
         open_ops=tuple(zip(open_ops, health, strict=True)),
         workers=tuple((w, S.worker_alive(ctx, w)) for w in workers),
         placements=tuple(placements.readable()),
@@ -190,6 +208,36 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
         stuck_after_s=ctx.limits.stuck_after_s, heartbeat_timeout_s=ctx.limits.heartbeat_stale_s
     )
     return ModelEvidence(ctx.now, state, thresholds=thresholds), open_page.total
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _from_rollup(
+    ctx: Context, rollup: ModelRollup, size: int
+) -> tuple[list[StepRecord], list[OpRecord]]:
+    """The steps and ops a scan would read, from the rollup's entries, in the scan's order
+    (newest step first, each step's ops by acceptance). Ops whose entry lacks what the
+    diagnosis may quote (a failed op's error) are read from their hashes, so only models
+    with failures pay for more than the rollup."""
+    steps = [s.step for s in rollup.steps if s.step is not None]
+    wanted = [
+        o for s in rollup.steps if s.step is not None for o in s.ops[:size] if o.record is not None
+    ]
+    details = await asyncio.gather(
+        *(_op_detail(ctx, rollup.model_id, o.id) for o in wanted if o.detail)
+    )
+    read = iter(details)
+    ops = [next(read) if o.detail else o.record for o in wanted]
+    return steps, [op for op in ops if op is not None]
+
+
+async def _op_detail(ctx: Context, mid: str, oid: str) -> OpRecord | None:
+    try:
+        return await ctx.state.ops.load((mid, oid))
+    except BadRecord:
+        return None  # as the scan's page skips it
 
 
 def summarise(ctx: Context, evidence: ModelEvidence, open_total: int) -> ModelSummary:

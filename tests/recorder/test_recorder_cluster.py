@@ -97,8 +97,9 @@ async def _write_and_check(url: str, client: redis.RedisCluster) -> None:
     for mid in ("cl-sync", "cl-async"):
         found = _model_keys(client, mid)
         # model, steps, 6 x (step, step ops, op), workers, placements, placement,
-        # logs, sampler batches (ops:open is empty: every op finished)
-        assert len(found) == 2 + 6 * 3 + 5
+        # logs, sampler batches, rollup, rollup steps (ops:open is empty: every op
+        # finished)
+        assert len(found) == 2 + 6 * 3 + 5 + 2
         assert {key_slot(k.encode()) for k in found} == {key_slot(keys.model(mid).encode())}
         assert all(client.ttl(k) > 0 for k in found)  # ended: retention reached every key
         assert client.zcard(keys.sampler_batches(mid)) == 6

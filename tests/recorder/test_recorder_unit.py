@@ -206,7 +206,23 @@ def test_a_combined_batch_leaves_what_record_by_record_writes_leave(
         rec.flush()
         assert rec.stats().written == len(calls)
         results.append(dump(client))
+    if _moved_ops(calls):
+        # One op id accepted under two steps (OpenRL's ids are unique): record by record,
+        # the first step's rollup entry keeps the op as it was until that step is written
+        # again; combined, it is rebuilt after the move (docs/redis-schema.md, "Rollups"),
+        # and the counters follow the entries. Everything else must still agree.
+        for r in results:
+            for key in [k for k in r if k.endswith((":rollup:steps", ":rollup"))]:
+                del r[key]
     assert results[0] == results[1]
+
+
+def _moved_ops(calls: list[tuple[str, tuple[Any, ...]]]) -> bool:
+    steps: dict[tuple[str, str], set[int]] = {}
+    for name, args in calls:
+        if name == "op_accepted":
+            steps.setdefault((args[0], args[1]), set()).add(args[3])
+    return any(len(s) > 1 for s in steps.values())
 
 
 def test_combining_sends_far_fewer_commands_than_records() -> None:
