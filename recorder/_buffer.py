@@ -19,6 +19,8 @@ from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 log = logging.getLogger("openrl_inspect.recorder")
+# Kinds whose first malformed record was logged (once per process).
+_SAID_MALFORMED: set[str] = set()
 
 # (kind, arguments of its write function)
 Record = tuple[str, tuple[Any, ...]]
@@ -91,7 +93,15 @@ class Buffer:
             log.debug("recorder: overflow handling failed", exc_info=True)
 
     def malformed(self, kind: str) -> None:
-        """A record call whose arguments could not be captured: counted, not raised."""
+        """A record call whose arguments could not be captured: counted, not raised.
+
+        Called from the record call's ``except``: the first time per kind, what raised is
+        logged, since a fault of ours in the put would otherwise pass as bad arguments.
+        """
+        if kind not in _SAID_MALFORMED:
+            _SAID_MALFORMED.add(kind)
+            log.warning("recorder: a %s record was refused (counted malformed)", kind,
+                        exc_info=True)  # fmt: skip
         try:
             with self.lock:
                 self.drop_locked("malformed", kind)

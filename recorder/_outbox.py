@@ -30,6 +30,8 @@ from openrl_inspect.recorder._ring import FLOW, KIND_INDEX, KINDS, Counters, Rin
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 log = logging.getLogger("openrl_inspect.recorder")
+# Kinds whose first malformed record was logged (once per process).
+_SAID_MALFORMED: set[str] = set()
 
 _dumps = orjson.dumps
 _NL = orjson.OPT_APPEND_NEWLINE
@@ -143,7 +145,15 @@ class Outbox:
             self._words[door_word(reason, kind)] += n
 
     def malformed(self, kind: str) -> None:
-        """A record call whose arguments could not be captured: counted, not raised."""
+        """A record call whose arguments could not be captured: counted, not raised.
+
+        Called from the record call's ``except``: the first time per kind, what raised is
+        logged, since a fault of ours in the put would otherwise pass as bad arguments.
+        """
+        if kind not in _SAID_MALFORMED:
+            _SAID_MALFORMED.add(kind)
+            log.warning("recorder: a %s record was refused (counted malformed)", kind,
+                        exc_info=True)  # fmt: skip
         try:
             with self.lock:
                 self._drop_locked("malformed", kind)
