@@ -22,6 +22,16 @@ log = logging.getLogger("openrl_inspect.recorder")
 # Kinds whose first malformed record was logged (once per process).
 _SAID_MALFORMED: set[str] = set()
 
+
+def say_malformed(kind: str) -> None:
+    """Log what raised, the first time a record of ``kind`` is counted malformed (call
+    it from the record call's ``except``): a fault of ours in the put would otherwise
+    pass as bad arguments. Shared by both modes' doors."""
+    if kind not in _SAID_MALFORMED:
+        _SAID_MALFORMED.add(kind)
+        log.warning("recorder: a %s record was refused (counted malformed)", kind, exc_info=True)
+
+
 # (kind, arguments of its write function)
 Record = tuple[str, tuple[Any, ...]]
 
@@ -98,10 +108,7 @@ class Buffer:
         Called from the record call's ``except``: the first time per kind, what raised is
         logged, since a fault of ours in the put would otherwise pass as bad arguments.
         """
-        if kind not in _SAID_MALFORMED:
-            _SAID_MALFORMED.add(kind)
-            log.warning("recorder: a %s record was refused (counted malformed)", kind,
-                        exc_info=True)  # fmt: skip
+        say_malformed(kind)
         try:
             with self.lock:
                 self.drop_locked("malformed", kind)

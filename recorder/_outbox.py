@@ -25,13 +25,12 @@ from types import MappingProxyType
 from typing import Any
 
 import orjson
+from openrl_inspect.recorder._buffer import say_malformed
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
 from openrl_inspect.recorder._ring import FLOW, KIND_INDEX, KINDS, Counters, Ring, door_word
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 log = logging.getLogger("openrl_inspect.recorder")
-# Kinds whose first malformed record was logged (once per process).
-_SAID_MALFORMED: set[str] = set()
 
 _dumps = orjson.dumps
 _NL = orjson.OPT_APPEND_NEWLINE
@@ -150,10 +149,7 @@ class Outbox:
         Called from the record call's ``except``: the first time per kind, what raised is
         logged, since a fault of ours in the put would otherwise pass as bad arguments.
         """
-        if kind not in _SAID_MALFORMED:
-            _SAID_MALFORMED.add(kind)
-            log.warning("recorder: a %s record was refused (counted malformed)", kind,
-                        exc_info=True)  # fmt: skip
+        say_malformed(kind)
         try:
             with self.lock:
                 self._drop_locked("malformed", kind)

@@ -76,7 +76,8 @@ _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
 _BY_PLURAL = {(r.group, r.plural): r for r in RESOURCES}
 
 
-def _status(code: int, reason: str, message: str) -> Obj:
+def status_body(code: int, reason: str, message: str) -> Obj:
+    """A ``Status`` failure as the API server answers it."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -345,7 +346,7 @@ class FakeKube:
         url = urlsplit(h.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         if h.headers.get("Authorization") != f"Bearer {TOKEN}":
-            return h.send_json(401, _status(401, "Unauthorized", "Unauthorized"))
+            return h.send_json(401, status_body(401, "Unauthorized", "Unauthorized"))
         parts = [p for p in url.path.split("/") if p]
         if discovery := self._discovery(parts):
             with self._cond:
@@ -363,7 +364,7 @@ class FakeKube:
             return self._log(h, parts[3], parts[5], url.path, query)
         route = self._route(parts)
         if route is None:
-            return h.send_json(404, _status(404, "NotFound", "the server could not find it"))
+            return h.send_json(404, status_body(404, "NotFound", "the server could not find it"))
         res, version, namespace, name = route
         watching = query.get("watch") in ("true", "1")
         verb = "watch" if watching else ("get" if name else "list")
@@ -374,7 +375,7 @@ class FakeKube:
             self._wait(self.delay_s)
         if res.plural in self.failures:
             code = self.failures[res.plural]
-            return h.send_json(code, _status(code, "Failure", "injected failure"))
+            return h.send_json(code, status_body(code, "Failure", "injected failure"))
         if watching:
             return self._watch(h, res, version, namespace, query)
         if name:
@@ -382,7 +383,7 @@ class FakeKube:
                 obj = self._objects[res].get((namespace or "", name))
             if obj is None:
                 return h.send_json(
-                    404, _status(404, "NotFound", f'{res.plural} "{name}" not found')
+                    404, status_body(404, "NotFound", f'{res.plural} "{name}" not found')
                 )
             return h.send_json(200, obj)
         return self._list(h, res, version, namespace, query)
@@ -454,26 +455,26 @@ class FakeKube:
             self._wait(self.delay_s)
         if "pods/log" in self.failures:
             code = self.failures["pods/log"]
-            return h.send_json(code, _status(code, "Failure", "injected failure"))
+            return h.send_json(code, status_body(code, "Failure", "injected failure"))
         if pod is None:
-            return h.send_json(404, _status(404, "NotFound", f'pods "{name}" not found'))
+            return h.send_json(404, status_body(404, "NotFound", f'pods "{name}" not found'))
         names = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
         container = query.get("container")
         if container is None:
             if len(names) != 1:
                 message = f"a container name must be specified for pod {name}"
-                return h.send_json(400, _status(400, "BadRequest", message))
+                return h.send_json(400, status_body(400, "BadRequest", message))
             container = names[0]
         if container not in names:
             message = f"container {container} is not valid for pod {name}"
-            return h.send_json(400, _status(400, "BadRequest", message))
+            return h.send_json(400, status_body(400, "BadRequest", message))
         previous = query.get("previous") in ("true", "1")
         with self._cond:
             lines = self.logs.get((namespace, name, container, previous))
             lines = list(lines) if lines is not None else None
         if lines is None and previous:
             message = f'previous terminated container "{container}" in pod "{name}" not found'
-            return h.send_json(400, _status(400, "BadRequest", message))
+            return h.send_json(400, status_body(400, "BadRequest", message))
         lines = lines or []
         if "sinceSeconds" in query:
             since = self.log_clock() - int(query["sinceSeconds"])
@@ -522,7 +523,7 @@ class FakeKube:
                         "The provided continue parameter is too old "
                         "to display a consistent list result."
                     )
-                    return h.send_json(410, _status(410, "Expired", message))
+                    return h.send_json(410, status_body(410, "Expired", message))
                 rv, items = snapshot
             else:
                 rv, items = self.rv, self._matching(res, namespace, query)
@@ -563,7 +564,7 @@ class FakeKube:
                 pending = [{"type": "ADDED", "object": o} for o in current]
             elif int(start) < self.compacted_rv:
                 message = f"too old resource version: {start} ({self.compacted_rv})"
-                pending = [{"type": "ERROR", "object": _status(410, "Expired", message)}]
+                pending = [{"type": "ERROR", "object": status_body(410, "Expired", message)}]
                 position = -1
                 self.expired_watches += 1
             else:

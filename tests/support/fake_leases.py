@@ -21,21 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from support.client_models import roundtrip
-from support.fake_kube import TOKEN
+from support.fake_kube import TOKEN, status_body
 
 _PATH = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/?]+))?$")
-
-
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
 
 
 class FakeLeases:
@@ -56,40 +44,40 @@ class FakeLeases:
         with self._lock:
             self.requests.append((verb, path.split("?")[0]))
             if self.fail_with is not None:
-                return self.fail_with, _status(self.fail_with, "InternalError", "failing")
+                return self.fail_with, status_body(self.fail_with, "InternalError", "failing")
             match = _PATH.match(path.split("?")[0])
             if not match:
-                return 404, _status(404, "NotFound", "the server could not find the resource")
+                return 404, status_body(404, "NotFound", "the server could not find the resource")
             namespace, name = match.group(1), match.group(2)
             if verb == "GET" and name:
                 found = self.leases.get((namespace, name))
                 if found is None:
-                    return 404, _status(404, "NotFound", f'leases "{name}" not found')
+                    return 404, status_body(404, "NotFound", f'leases "{name}" not found')
                 return 200, found
             if verb == "POST" and not name and body is not None:
                 return self._create(namespace, body)
             if verb == "PUT" and name and body is not None:
                 return self._replace(namespace, name, body)
-            return 405, _status(405, "MethodNotAllowed", "not supported here")
+            return 405, status_body(405, "MethodNotAllowed", "not supported here")
 
     def _create(self, namespace: str, body: dict[str, Any]) -> tuple[int, Any]:
         name = body["metadata"]["name"]
         if (namespace, name) in self.leases:
-            return 409, _status(409, "AlreadyExists", f'leases "{name}" already exists')
+            return 409, status_body(409, "AlreadyExists", f'leases "{name}" already exists')
         body["metadata"].update(namespace=namespace, uid=str(uuid.uuid4()))
         return 201, self._store(namespace, name, body)
 
     def _replace(self, namespace: str, name: str, body: dict[str, Any]) -> tuple[int, Any]:
         current = self.leases.get((namespace, name))
         if current is None:
-            return 404, _status(404, "NotFound", f'leases "{name}" not found')
+            return 404, status_body(404, "NotFound", f'leases "{name}" not found')
         if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
             message = (
                 f'Operation cannot be fulfilled on leases.coordination.k8s.io "{name}": the '
                 "object has been modified; please apply your changes to the latest version "
                 "and try again"
             )
-            return 409, _status(409, "Conflict", message)
+            return 409, status_body(409, "Conflict", message)
         body["metadata"]["uid"] = current["metadata"]["uid"]
         return 200, self._store(namespace, name, body)
 
@@ -106,7 +94,7 @@ class FakeLeases:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self, verb: str) -> None:
                 if self.headers.get("authorization") != f"Bearer {TOKEN}":
-                    status, answer = 401, _status(401, "Unauthorized", "Unauthorized")
+                    status, answer = 401, status_body(401, "Unauthorized", "Unauthorized")
                 else:
                     length = int(self.headers.get("content-length") or 0)
                     body = json.loads(self.rfile.read(length)) if length else None
