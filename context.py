@@ -44,6 +44,10 @@ class Limits:
     # while one of them runs wait for its result instead of running again
     # (``single_flight``). Never a cache: a query after the result runs anew.
     single_flight: bool = True
+    # With single flight: an answer also serves identical queries arriving within this
+    # many seconds after it (polls of one page from many dashboards). 0: off, every
+    # query after an answer runs anew.
+    fresh_for_s: float = 0.0
     # Off: introspection queries are refused and errors carry no "Did you mean" hints
     # (GraphiQL's schema explorer needs it on).
     introspection: bool = True

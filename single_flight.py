@@ -7,11 +7,18 @@ its client went away) leaves the work running for the others; when the last one 
 before the result, the task is cancelled, which frees what it holds (pooled
 connections, admission slots). A finished flight is forgotten at once: a caller that
 comes after the result starts a new one, so nothing is served from a cache.
+
+Unless ``fresh_for_s`` is set: then a flight's result (a result, not an exception or a
+cancellation) answers identical calls that arrive within that many seconds of it, so
+fifty dashboards polling the same page every few seconds cost about one execution per
+window, not one per poll that misses the others' flight by a few milliseconds. At most
+``max_fresh`` results are kept, each only while fresh.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -30,10 +37,23 @@ class Flights(Generic[K, T]):
     """The flights under way, by key. ``started`` and ``joined`` count leaders and
     followers (for tests and benchmarks)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        fresh_for_s: float = 0.0,
+        max_fresh: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+        keep: Callable[[T], bool] = lambda _: True,
+    ) -> None:
         self._open: dict[K, _Flight[T]] = {}
+        self.fresh_for_s = fresh_for_s
+        self.max_fresh = max_fresh
+        self._clock = clock
+        self._keep = keep  # which results may answer later calls (not a refusal, say)
+        # key -> (when the result came, the result), oldest first
+        self._fresh: dict[K, tuple[float, T]] = {}
         self.started = 0
         self.joined = 0
+        self.served_fresh = 0
 
     def __len__(self) -> int:
         return len(self._open)
@@ -42,11 +62,16 @@ class Flights(Generic[K, T]):
         """The result of the flight for ``key``, started with ``start`` when none is under
         way. Cancelling the caller cancels only its wait (and the work, if it was the
         last one waiting)."""
+        if self.fresh_for_s > 0:
+            kept = self._fresh_result(key)
+            if kept is not None:
+                self.served_fresh += 1
+                return kept[1]
         flight = self._open.get(key)
         if flight is None or flight.task.done():
             flight = _Flight(asyncio.ensure_future(start()))
             self._open[key] = flight
-            flight.task.add_done_callback(lambda _: self._forget(key, flight))
+            flight.task.add_done_callback(lambda _: self._landed(key, flight))
             self.started += 1
         else:
             self.joined += 1
@@ -59,6 +84,28 @@ class Flights(Generic[K, T]):
                 # Nobody is left to answer: stop the work rather than finish it for no one.
                 self._forget(key, flight)
                 flight.task.cancel()
+
+    def _fresh_result(self, key: K) -> tuple[float, T] | None:
+        now = self._clock()
+        # Expired results go first (oldest first, so the scan stops at the first fresh one).
+        while self._fresh:
+            oldest = next(iter(self._fresh))
+            if now - self._fresh[oldest][0] <= self.fresh_for_s:
+                break
+            del self._fresh[oldest]
+        return self._fresh.get(key)
+
+    def _landed(self, key: K, flight: _Flight[T]) -> None:
+        self._forget(key, flight)
+        task = flight.task
+        if self.fresh_for_s <= 0 or task.cancelled() or task.exception() is not None:
+            return
+        if not self._keep(task.result()):
+            return
+        self._fresh.pop(key, None)  # re-inserted last: the order stays oldest first
+        self._fresh[key] = (self._clock(), task.result())
+        while len(self._fresh) > self.max_fresh:
+            del self._fresh[next(iter(self._fresh))]
 
     def _forget(self, key: K, flight: _Flight[T]) -> None:
         if self._open.get(key) is flight:

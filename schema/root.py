@@ -99,6 +99,10 @@ class InspectorSchema(strawberry.Schema):
             log.debug("graphql error at %s: %s", error.path, error.message)
 
 
+def _answered(result: ExecutionResult) -> bool:
+    return result.data is not None
+
+
 def build_schema(limits: Limits | None = None) -> strawberry.Schema:
     limits = limits or Limits()
     extensions: list[type[SchemaExtension] | Callable[[], SchemaExtension]] = [
@@ -113,5 +117,6 @@ def build_schema(limits: Limits | None = None) -> strawberry.Schema:
     schema = InspectorSchema(query=Query, extensions=extensions)
     schema.deadline_s = limits.request_deadline_s
     if limits.single_flight:
-        schema.flights = Flights()
+        # A refusal (BUSY, over the cost limit...) is no answer to hand the next poller.
+        schema.flights = Flights(fresh_for_s=limits.fresh_for_s, keep=_answered)
     return schema

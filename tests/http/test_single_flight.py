@@ -328,3 +328,18 @@ async def test_a_rest_client_that_leaves_cancels_its_execution(tmp_path: Path) -
             w.store.gate.set()
         assert w.store.cancelled >= 1
         assert [m["status"] for m in client.sent if m["type"] == "http.response.start"] == [499]
+
+
+async def test_a_fresh_answer_serves_later_polls_of_the_same_principal_only(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path, Limits(fresh_for_s=300.0)) as w:
+        first = models_of(await w.ask("a", {"state": "ACTIVE"}))
+        once = w.store.calls
+        assert once > 0
+        assert models_of(await w.ask("a", {"state": "ACTIVE"})) == first
+        assert w.store.calls == once  # served from the window: no read
+        models_of(await w.ask("b", {"state": "ACTIVE"}))
+        assert w.store.calls == 2 * once  # another principal never gets a's answer
+        models_of(await w.ask("a", {"state": "FAILED"}))
+        assert w.store.calls == 3 * once  # other variables: another query

@@ -1,0 +1,103 @@
+"""The freshness window of single flight (``Flights(fresh_for_s=...)``), on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from openrl_inspect.single_flight import Flights
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def counting() -> tuple[list[int], Callable[[], Awaitable[int]]]:
+    runs: list[int] = []
+
+    async def start() -> int:
+        runs.append(len(runs))
+        return len(runs)
+
+    return runs, start
+
+
+async def test_an_answer_serves_calls_within_the_window_and_not_after() -> None:
+    clock = Clock()
+    flights: Flights[str, int] = Flights(fresh_for_s=2.0, clock=clock)
+    runs, start = counting()
+    assert await flights.join("k", start) == 1
+    clock.now += 1.9
+    assert await flights.join("k", start) == 1
+    assert flights.served_fresh == 1 and len(runs) == 1
+    clock.now += 0.2  # 2.1 s after the answer
+    assert await flights.join("k", start) == 2
+    assert len(runs) == 2
+
+
+async def test_off_by_default_every_call_after_an_answer_runs() -> None:
+    flights: Flights[str, int] = Flights()
+    runs, start = counting()
+    for _ in range(3):
+        await flights.join("k", start)
+    assert len(runs) == 3 and flights.served_fresh == 0
+
+
+async def test_failures_cancellations_and_unkept_results_are_not_served() -> None:
+    clock = Clock()
+    flights: Flights[str, int] = Flights(fresh_for_s=60.0, clock=clock, keep=lambda r: r > 0)
+    calls = 0
+
+    async def failing() -> int:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("backend down")
+
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            await flights.join("fail", failing)
+    assert calls == 2
+
+    async def refused() -> int:
+        nonlocal calls
+        calls += 1
+        return 0  # ``keep`` says no: a refusal is no answer for the next caller
+
+    await flights.join("refused", refused)
+    await flights.join("refused", refused)
+    assert calls == 4
+
+    gate = asyncio.Event()
+
+    async def slow() -> int:
+        await gate.wait()
+        return 7
+
+    waiter = asyncio.ensure_future(flights.join("slow", slow))
+    await asyncio.sleep(0)
+    waiter.cancel()  # the only caller leaves: the work is cancelled, nothing is kept
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    gate.set()
+    assert await flights.join("slow", slow) == 7
+    assert flights.served_fresh == 0
+
+
+async def test_the_window_keeps_at_most_max_fresh_answers_oldest_out_first() -> None:
+    clock = Clock()
+    flights: Flights[str, int] = Flights(fresh_for_s=60.0, max_fresh=3, clock=clock)
+    runs, start = counting()
+    for key in "abcd":
+        await flights.join(key, start)
+    assert len(runs) == 4
+    await flights.join("a", start)  # pushed out by "d": runs again
+    assert len(runs) == 5
+    await flights.join("d", start)  # still kept
+    assert len(runs) == 5 and flights.served_fresh == 1
