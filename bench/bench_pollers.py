@@ -12,6 +12,7 @@ answer that is not a 200 without ``errors``, or no answer within ``--client-time
 Not a test: it prints figures for docs/benchmarks.md.
 
     .venv/bin/python bench/bench_pollers.py --rounds 7 --seconds 30 --think 2
+    .venv/bin/python bench/bench_pollers.py --arms on,fresh --fresh 1   # the freshness window
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ OVERVIEW = """query Overview {
 }"""
 
 
-def serve(port: int, redis_url: str, single_flight: bool) -> None:
+def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
     """The server process: the app over the real Redis, as ``serve`` builds it."""
     from contextlib import asynccontextmanager
 
@@ -65,9 +66,14 @@ def serve(port: int, redis_url: str, single_flight: bool) -> None:
             await store.aclose()
 
     app = create_app(
-        backends, Limits(single_flight=single_flight), health=HealthSettings(interval_s=0)
+        backends,
+        Limits(single_flight=arm != "off", fresh_for_s=fresh_s if arm == "fresh" else 0.0),
+        health=HealthSettings(interval_s=0),
     )
     uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+
+
+ARMS: tuple[str, ...] = ("off", "on")  # --arms
 
 
 @dataclass
@@ -143,7 +149,7 @@ def report(rounds: list[Round]) -> None:
             f"| {i} | {r.arm} | {n} | {n / r.elapsed:.1f} | {errs} {r.errors or ''} | "
             f"{pct(r.latencies, 0.5) * 1e3:.0f} | {pct(r.latencies, 0.99) * 1e3:.0f} | {per:.0f} |"
         )
-    for arm in ("off", "on"):
+    for arm in ARMS:
         mine = [r for r in rounds if r.arm == arm]
         if not mine:
             continue
@@ -152,7 +158,7 @@ def report(rounds: list[Round]) -> None:
         p99s = [pct(r.latencies, 0.99) * 1e3 for r in mine if r.latencies]
         errs = sum(sum(r.errors.values()) for r in mine)
         print(
-            f"single flight {arm}: n={len(mine)} rounds; answers/s median {statistics.median(rates):.1f} "
+            f"{arm}: n={len(mine)} rounds; answers/s median {statistics.median(rates):.1f} "
             f"[{min(rates):.1f}-{max(rates):.1f}]; errors {errs}; "
             f"p50 median {statistics.median(p50s) if p50s else float('nan'):.0f} ms "
             f"[{min(p50s, default=float('nan')):.0f}-{max(p50s, default=float('nan')):.0f}]; "
@@ -180,15 +186,17 @@ async def main(args: argparse.Namespace) -> None:
         await writer.aclose()
         print(f"filled in {time.perf_counter() - t0:.1f} s")
         bases = {}
-        for arm in ("off", "on"):
+        for arm in args.arms:
             port = free_port()
-            cmd = [sys.executable, __file__, "--serve", str(port), redis.url, arm]
+            cmd = [sys.executable, __file__, "--serve", str(port), redis.url, arm, str(args.fresh)]
             # Started once, before anything is measured: blocking here costs nothing.
             procs.append(subprocess.Popen(cmd, env=os.environ.copy()))  # noqa: ASYNC220
             wait_for_port(port, timeout_s=60)
             bases[arm] = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(timeout=120) as probe:
-            first = (await probe.post(bases["on"] + GRAPHQL, json={"query": OVERVIEW})).json()
+            first = (
+                await probe.post(bases[args.arms[-1]] + GRAPHQL, json={"query": OVERVIEW})
+            ).json()
             assert "errors" not in first, first["errors"][:2]
             print(
                 f"active models: {first['data']['models']['totalCount']}, page of "
@@ -202,7 +210,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         rounds: list[Round] = []
         for i in range(args.rounds):
-            for arm in ("off", "on") if i % 2 == 0 else ("on", "off"):
+            for arm in args.arms if i % 2 == 0 else args.arms[::-1]:
                 r = await one_round(bases[arm], arm, args, redis.url)
                 rounds.append(r)
                 print(
@@ -220,8 +228,8 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--serve":
-        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4] == "on")
+    if len(sys.argv) == 6 and sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5]))
         sys.exit(0)
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7, help="pairs of rounds (off, on)")
@@ -233,4 +241,13 @@ if __name__ == "__main__":
     parser.add_argument("--client-timeout", type=float, default=60.0)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--models", type=int, default=20)
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--arms",
+        type=lambda v: tuple(v.split(",")),
+        default=("off", "on"),
+        help="servers to alternate: off (no single flight), on, fresh (on + --fresh window)",
+    )
+    parser.add_argument("--fresh", type=float, default=1.0, help="the fresh arm's window, s")
+    parsed = parser.parse_args()
+    ARMS = parsed.arms
+    asyncio.run(main(parsed))

@@ -44,7 +44,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work
+from workload import calibrate, cpu_work, remote
 
 KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
 
@@ -314,18 +314,19 @@ def main(args: argparse.Namespace) -> None:
         q = args.quick
         rows += hot_path(url, rounds=5 if q else args.rounds, calls=2_000 if q else 20_000)
         rows += throughput(url, rounds=3 if q else 5, units=1_000 if q else 8_000)
+        remote(server)  # for the gates only: the flush throughput includes Redis's work
         work_1ms = calibrate(0.001)
         rows += asyncio.run(
             sampler(
                 url,
                 rounds=4 if q else args.rounds,
-                batches=100 if q else 400,
+                batches=100 if q else 1200,
                 work=2 * work_1ms,
                 gpu_s=0.008,
             )
         )
         rows += trainer(
-            url, rounds=4 if q else args.rounds, steps=20 if q else 60, work=work_1ms, gpu_s=0.005
+            url, rounds=4 if q else args.rounds, steps=20 if q else 600, work=work_1ms, gpu_s=0.005
         )
     finally:
         server.cleanup()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderSettings, WorkerInfo
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work
+from workload import calibrate, cpu_work, remote
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -81,6 +81,42 @@ def spread(xs: list[float], unit: str, digits: int = 2) -> str:
         f"{statistics.median(xs):+.{digits}f} {unit} "
         f"[{min(xs):+.{digits}f} .. {max(xs):+.{digits}f}] (n={len(xs)})"
     )
+
+
+def gate(xs: list[float], within: Any) -> str:
+    """Median and [min .. max] over the rounds, and whether the whole spread is within."""
+    held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
+    return f"{spread(xs, '%')}; {held}"
+
+
+def abba(i: int) -> bool:
+    return i % 4 in (1, 2)
+
+
+def interleaved_trainer(rec: Recorder, steps: int, work: int, base: int, sync: bool) -> float:
+    """Step time change with the recorder called on every other step (ABBA by step).
+
+    The flusher runs throughout, so its share of the machine falls on both sides alike:
+    what is left is the caller's own cost (the record calls and what they disturb),
+    measured without the drift of a shared machine's speed over seconds that the blocks
+    above suffer. Means, not medians: a step the recorder stalls counts in full.
+    """
+    side: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(steps):
+        on = abba(i) and not NULL
+        st, _ = trainer_round(rec if on else None, 1, work, base + i, sync)
+        side[abba(i)].append(st[0])
+    return (statistics.mean(side[True]) / statistics.mean(side[False]) - 1) * 100
+
+
+async def interleaved_sampler(rec: AsyncRecorder, batches: int, work: int) -> float:
+    """Throughput change with the recorder called on every other batch (ABBA by batch)."""
+    side: dict[bool, float] = {False: 0.0, True: 0.0}
+    for i in range(batches):
+        on = abba(i) and not NULL
+        dt, _ = await sampler_round(rec if on else None, 1, work, i)
+        side[abba(i)] += dt
+    return (side[False] / side[True] - 1) * 100
 
 
 class Probe:
@@ -133,6 +169,7 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     trainer_round(rec, 10, work, 10_000_000, sync)  # warm-up
     rec.flush(30)  # a flusher process is up before the first round
     change: list[float] = []
+    fine: list[float] = []
     stretch: list[float] = []
     cpu_per_rec: list[float] = []
     wakeups: list[float] = []
@@ -142,30 +179,33 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
         pooled: dict[bool, tuple[list[float], list[float]]] = {False: ([], []), True: ([], [])}
         for b in range(BLOCKS):
             for on in (False, True) if b % 2 == 0 else (True, False):
-                st_, wt_ = trainer_round(rec if on else None, n, work, (r * BLOCKS + b) * n, sync)
+                caller = rec if on and not NULL else None
+                st_, wt_ = trainer_round(caller, n, work, (r * BLOCKS + b) * n, sync)
                 pooled[on][0].extend(st_)
                 pooled[on][1].extend(wt_)
         cpu, wake = probe.done(BLOCKS * n * 13)
         (off_s, off_w), (on_s, on_w) = pooled[False], pooled[True]
         med = statistics.median
         change.append((med(on_s) / med(off_s) - 1) * 100)
+        fine.append(interleaved_trainer(rec, BLOCKS * n, work, (r + 1) * 10_000_000, sync))
         stretch.append((med(on_w) - med(off_w)) * 1e6)
         cpu_per_rec.append(cpu)
         wakeups.append(wake)
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     return [
-        f"trainer step time change: {spread(change, '%')}  (gate: < 0.5 %)",
+        f"trainer step time change, blocks: {gate(change, lambda x: x < 0.5)}  (gate: < 0.5 %)",
+        f"  steps interleaved (the caller's own cost): {gate(fine, lambda x: x < 0.5)}",
         f"  4 ms Python work stretched by: {spread(stretch, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
         f"flusher wake-ups: {spread(wakeups, '/s', 0)}",
     ]
 
 
-async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int) -> Any:
+async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, first: int = 0) -> Any:
     lateness: list[float] = []
     t = time.perf_counter()
-    for b in range(batches):
+    for b in range(first, first + batches):
         t0 = time.perf_counter()
         await asyncio.sleep(0.008)
         lateness.append(time.perf_counter() - t0 - 0.008)
@@ -190,6 +230,7 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
     await sampler_round(rec, 20, work)  # warm-up
     await rec.flush(30)
     change: list[float] = []
+    fine: list[float] = []
     late: list[float] = []
     cpu_per_rec: list[float] = []
     wakeups: list[float] = []
@@ -200,18 +241,20 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
         lateness: dict[bool, list[float]] = {False: [], True: []}
         for b in range(BLOCKS):
             for on in (False, True) if b % 2 == 0 else (True, False):
-                dt, lt = await sampler_round(rec if on else None, n, work)
+                dt, lt = await sampler_round(rec if on and not NULL else None, n, work)
                 elapsed[on] += dt
                 lateness[on].extend(lt)
         cpu, wake = probe.done(BLOCKS * n * 31 // 10)
         change.append((elapsed[False] / elapsed[True] - 1) * 100)
+        fine.append(await interleaved_sampler(rec, BLOCKS * n, work))
         late.append((statistics.mean(lateness[True]) - statistics.mean(lateness[False])) * 1e6)
         cpu_per_rec.append(cpu)
         wakeups.append(wake)
     st = await rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     return [
-        f"sampler throughput change: {spread(change, '%')}  (gate: > -1 %)",
+        f"sampler throughput change, blocks: {gate(change, lambda x: x > -1)}  (gate: > -1 %)",
+        f"  batches interleaved (the caller's own cost): {gate(fine, lambda x: x > -1)}",
         f"  loop lateness added per await: {spread(late, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
         f"wake-ups: {spread(wakeups, '/s', 0)}",
@@ -222,12 +265,16 @@ FLUSHER = "thread"  # --flusher (the recorder's default)
 # Each round alternates this many blocks off and on (ABBA...), pooled per side: load
 # that comes and goes over seconds on a shared machine hits both sides alike.
 BLOCKS = 6
+# --null: both sides leave the recorder uncalled (it still runs): the spread this
+# measurement has with nothing to find, the floor any gate is read against.
+NULL = False
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER
-    FLUSHER = args.flusher
+    global FLUSHER, NULL
+    FLUSHER, NULL = args.flusher, args.null
     server = RedisServer().start()
+    remote(server)
     try:
         lines = trainer(server.url, args.rounds, args.steps, args.sync_points)
         lines += asyncio.run(sampler(server.url, args.rounds, args.batches))
@@ -236,6 +283,8 @@ def main(args: argparse.Namespace) -> None:
     print(
         f"bench/bench_recorder_ab.py --rounds {args.rounds} --flusher {args.flusher}"
         + (" --sync-points" * args.sync_points)
+        + f" --steps {args.steps} --batches {args.batches}"
+        + (" --null (both sides off: the noise floor)" * args.null)
     )
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
     print("\n".join(lines))
@@ -248,4 +297,5 @@ if __name__ == "__main__":
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--sync-points", action="store_true", help="trainer calls flush_soon()")
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
+    parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
     main(parser.parse_args())

@@ -217,6 +217,11 @@ def main() -> None:
     ring_fd, wake_fd = int(sys.argv[1]), int(sys.argv[2])
     cfg = pickle.load(sys.stdin.buffer)
     assert isinstance(cfg, ChildConfig)
+    if cfg.settings.flusher_nice > 0:
+        try:
+            os.nice(cfg.settings.flusher_nice)
+        except OSError:  # a seccomp profile may refuse it: flush at the caller's priority
+            log.debug("recorder: could not lower the flusher process's priority")
     Child(cfg, ring_fd, wake_fd).run()
     os._exit(0)  # a drain helper stuck on a dead socket must not hold the exit
 

@@ -43,6 +43,11 @@ class RecorderSettings:
     # (docs/benchmarks.md) the process mode was not cheaper for the caller, cost about
     # 1 us more per record call and can shed while its process starts.
     flusher: str = "thread"
+    # The flusher process's niceness (added to the caller's): its work is never urgent,
+    # and a trainer or sampler waking from a GPU wait should get a core first. Nice
+    # rather than SCHED_IDLE: on a saturated node a niced flusher still gets a small
+    # share and keeps up with a worker's few hundred records per second.
+    flusher_nice: int = 19
 
 
 @dataclass(frozen=True)

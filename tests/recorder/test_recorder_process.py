@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import fakeredis
@@ -276,3 +277,20 @@ def test_the_ring_wraps_around_and_loses_nothing(redis_server: Any) -> None:
     st = rec.close(10)
     assert (st.recorded, st.written, st.dropped, st.pending) == (40_000, 40_000, 0, 0)
     assert present(redis_server.url, models, 20_000) == 40_000
+
+
+def niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+@pytest.mark.parametrize("nice", [19, 0])
+def test_the_flusher_process_runs_niced_below_its_caller(redis_server: Any, nice: int) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url, flusher_nice=nice), KEEP_ALL)
+    try:
+        record_pairs(rec, 0, 10, ["pm-nice"])
+        assert flushed(rec) == 20  # the process is past its start-up
+        proc = flusher_of(rec)._proc
+        assert proc is not None
+        assert niceness(proc.pid) == min(19, niceness(os.getpid()) + nice)
+    finally:
+        rec.close(10)
