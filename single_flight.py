@@ -11,8 +11,11 @@ comes after the result starts a new one, so nothing is served from a cache.
 Unless ``fresh_for_s`` is set: then a flight's result (a result, not an exception or a
 cancellation) answers identical calls that arrive within that many seconds of it, so
 fifty dashboards polling the same page every few seconds cost about one execution per
-window, not one per poll that misses the others' flight by a few milliseconds. At most
-``max_fresh`` results are kept, each only while fresh.
+window, not one per poll that misses the others' flight by a few milliseconds. A call
+answered from a result past half its window also starts a refresh in the background
+(bounded by ``refresh_deadline_s``), so steady polls keep being answered at once, never
+with a result older than the window. At most ``max_fresh`` results are kept, each only
+while fresh.
 """
 
 from __future__ import annotations
@@ -43,12 +46,15 @@ class Flights(Generic[K, T]):
         max_fresh: int = 256,
         clock: Callable[[], float] = time.monotonic,
         keep: Callable[[T], bool] = lambda _: True,
+        refresh_deadline_s: float = 30.0,
     ) -> None:
         self._open: dict[K, _Flight[T]] = {}
         self.fresh_for_s = fresh_for_s
         self.max_fresh = max_fresh
         self._clock = clock
         self._keep = keep  # which results may answer later calls (not a refusal, say)
+        self.refresh_deadline_s = refresh_deadline_s
+        self.refreshed = 0
         # key -> (when the result came, the result), oldest first
         self._fresh: dict[K, tuple[float, T]] = {}
         self.started = 0
@@ -66,12 +72,13 @@ class Flights(Generic[K, T]):
             kept = self._fresh_result(key)
             if kept is not None:
                 self.served_fresh += 1
+                if self._clock() - kept[0] > self.fresh_for_s / 2 and key not in self._open:
+                    self.refreshed += 1
+                    self._take_off(key, self._bounded(start))
                 return kept[1]
         flight = self._open.get(key)
         if flight is None or flight.task.done():
-            flight = _Flight(asyncio.ensure_future(start()))
-            self._open[key] = flight
-            flight.task.add_done_callback(lambda _: self._landed(key, flight))
+            flight = self._take_off(key, start())
             self.started += 1
         else:
             self.joined += 1
@@ -84,6 +91,17 @@ class Flights(Generic[K, T]):
                 # Nobody is left to answer: stop the work rather than finish it for no one.
                 self._forget(key, flight)
                 flight.task.cancel()
+
+    def _take_off(self, key: K, work: Awaitable[T]) -> _Flight[T]:
+        flight = _Flight(asyncio.ensure_future(work))
+        self._open[key] = flight
+        flight.task.add_done_callback(lambda _: self._landed(key, flight))
+        return flight
+
+    async def _bounded(self, start: Callable[[], Awaitable[T]]) -> T:
+        # Nobody waits on a refresh under a deadline of their own: it gets one here.
+        async with asyncio.timeout(self.refresh_deadline_s):
+            return await start()
 
     def _fresh_result(self, key: K) -> tuple[float, T] | None:
         now = self._clock()

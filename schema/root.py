@@ -118,5 +118,9 @@ def build_schema(limits: Limits | None = None) -> strawberry.Schema:
     schema.deadline_s = limits.request_deadline_s
     if limits.single_flight:
         # A refusal (BUSY, over the cost limit...) is no answer to hand the next poller.
-        schema.flights = Flights(fresh_for_s=limits.fresh_for_s, keep=_answered)
+        schema.flights = Flights(
+            fresh_for_s=limits.fresh_for_s,
+            keep=_answered,
+            refresh_deadline_s=limits.request_deadline_s or 30.0,
+        )
     return schema

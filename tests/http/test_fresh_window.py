@@ -101,3 +101,45 @@ async def test_the_window_keeps_at_most_max_fresh_answers_oldest_out_first() -> 
     assert len(runs) == 5
     await flights.join("d", start)  # still kept
     assert len(runs) == 5 and flights.served_fresh == 1
+
+
+async def test_a_result_past_half_its_window_is_served_and_refreshed_behind() -> None:
+    clock = Clock()
+    flights: Flights[str, int] = Flights(fresh_for_s=2.0, clock=clock)
+    runs, start = counting()
+    assert await flights.join("k", start) == 1
+    clock.now += 0.5  # young: served, no refresh
+    assert await flights.join("k", start) == 1
+    assert flights.refreshed == 0
+    clock.now += 1.0  # 1.5 s old: served at once, a refresh starts behind it
+    assert await flights.join("k", start) == 1
+    assert flights.refreshed == 1
+    await asyncio.sleep(0)  # the refresh runs (nobody waits on it)
+    await asyncio.sleep(0)
+    assert len(runs) == 2
+    clock.now += 1.0  # 2.5 s after the first answer, 1 s after the refresh
+    assert await flights.join("k", start) == 2
+    assert len(runs) == 2
+
+
+async def test_a_refresh_that_fails_or_overruns_keeps_the_last_answer_until_it_expires() -> None:
+    clock = Clock()
+    flights: Flights[str, int] = Flights(fresh_for_s=2.0, clock=clock, refresh_deadline_s=0.05)
+    assert await flights.join("k", lambda: asyncio.sleep(0, 5)) == 5
+
+    async def hangs() -> int:
+        await asyncio.sleep(60)
+        return 6
+
+    async def landed() -> None:
+        async with asyncio.timeout(5):
+            while len(flights):  # noqa: ASYNC110  # the refresh's deadline ends it
+                await asyncio.sleep(0.01)
+
+    clock.now += 1.5
+    assert await flights.join("k", hangs) == 5  # served; the refresh hangs
+    await landed()
+    assert await flights.join("k", hangs) == 5  # still served; another refresh tries
+    await landed()
+    clock.now += 1.0  # past the window: nothing fresh, the call waits for its own run
+    assert await flights.join("k", lambda: asyncio.sleep(0, 7)) == 7
