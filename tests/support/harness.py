@@ -23,14 +23,22 @@ async def populate(client: Any, config: SimConfig, now: float | None = None) -> 
     """Write a simulated history through the recorder and flush it."""
     # No counters hash: a populated history is the simulation's records only; a fixed
     # recorder id keeps record ids (client logs, sampler batches) the same run to run.
+    # One pipeline, however large: a real server may take longer than the recorder's
+    # usual 5 s per attempt for a 1,000-model world, and a retry would send it all again.
     rec = AsyncRecorder(
         client,
         batch_size=1 << 30,
-        settings=RecorderSettings(publish_counters=False, recorder_id="sim"),
+        settings=RecorderSettings(
+            publish_counters=False, recorder_id="sim", attempt_timeout_s=600.0
+        ),
     )
     sim = Simulation(config, rec)
     sim.populate(time.time() if now is None else now)
-    await rec.flush()
+    await rec.flush(600.0)
+    # Every record written: a world half filled (or still filling behind the test) would
+    # make whatever runs next measure the fill. (Tests record more through ``sim.rec``.)
+    st = rec.stats()
+    assert st.pending == 0 and st.dropped == 0 and st.written == st.recorded, st
     return sim
 
 
