@@ -134,6 +134,19 @@ class Probe:
         return cpu / max(1, records) * 1e6, sw / dt
 
 
+def gpu_wait(seconds: float) -> None:
+    """The trainer's wait on its GPU: asleep (``time.sleep``), or spinning as a CUDA
+    synchronize does by default while a core is free, with the GIL released between
+    looks (``--gpu-wait spin``: no wake-up latency, the noise a sleeping wait brings
+    on a shared machine; see the A/A runs in docs/benchmarks.md)."""
+    if not SPIN:
+        time.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        time.sleep(0)
+
+
 def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: bool) -> Any:
     step_times: list[float] = []
     work_times: list[float] = []
@@ -151,7 +164,7 @@ def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: 
             work_times.append(time.perf_counter() - w)
             if rec is not None and sync and j == 2 and step % 16 == 0:
                 rec.flush_soon()  # a sync point every 16 steps: the GPU wait follows
-            time.sleep(0.005)
+            gpu_wait(0.005)
             if rec is not None:
                 rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
         if rec is not None:
@@ -268,11 +281,12 @@ BLOCKS = 6
 # --null: both sides leave the recorder uncalled (it still runs): the spread this
 # measurement has with nothing to find, the floor any gate is read against.
 NULL = False
+SPIN = False  # --gpu-wait spin
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, NULL
-    FLUSHER, NULL = args.flusher, args.null
+    global FLUSHER, NULL, SPIN
+    FLUSHER, NULL, SPIN = args.flusher, args.null, args.gpu_wait == "spin"
     server = RedisServer().start()
     remote(server)
     try:
@@ -283,7 +297,7 @@ def main(args: argparse.Namespace) -> None:
     print(
         f"bench/bench_recorder_ab.py --rounds {args.rounds} --flusher {args.flusher}"
         + (" --sync-points" * args.sync_points)
-        + f" --steps {args.steps} --batches {args.batches}"
+        + f" --steps {args.steps} --batches {args.batches} --gpu-wait {args.gpu_wait}"
         + (" --null (both sides off: the noise floor)" * args.null)
     )
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
@@ -298,4 +312,5 @@ if __name__ == "__main__":
     parser.add_argument("--sync-points", action="store_true", help="trainer calls flush_soon()")
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
+    parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
     main(parser.parse_args())
