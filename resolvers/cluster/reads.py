@@ -19,6 +19,7 @@ from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
     GpuDevice,
+    GpuViewRead,
     Listing,
     NodeRecord,
     ObjectKey,
@@ -40,8 +41,7 @@ Owned = TypeVar("Owned", PodRecord, WorkloadRecord)
 
 # Bounds on the lists the resolvers read for themselves (not pages a client asks for).
 PER_OBJECT = 256  # claims of a pod, claims of a device, pods/workloads of a model
-PER_NODE = 1024  # GPUs or pods on one node, for its capacity
-WHOLE_CLUSTER = 200_000  # nodes or GPUs, for the cluster's capacity
+PER_NODE = 1024  # pods on one node, for its capacity when the views lag its Node
 QUEUE_PEERS = 1000  # Workloads of a namespace, for a position in the queue
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -143,6 +143,12 @@ def check_device_id(value: str) -> str:
 
 async def status(ctx: Context) -> SourceStatus:
     return await ctx.kube.status.load("")
+
+
+async def gpu_views(ctx: Context) -> GpuViewRead:
+    """The request's one snapshot of the GPU views (each node's GPUs, their holders, the
+    capacity counters), which the watch cache keeps: every read of it is a lookup."""
+    return await ctx.kube.gpu_views.load("")
 
 
 async def kind_degraded(ctx: Context, kind: str) -> bool:
@@ -249,7 +255,15 @@ async def node_gpus(
 ) -> LivePage[GpuDevice]:
     if after is not None:
         return await gpus(ctx, node_name, first, after)
-    listing = await ctx.kube.gpus_by_node.load((node_name, page_size(ctx, first)))
+    size = page_size(ctx, first)
+    views = await gpu_views(ctx)
+    devices = views.snapshot.gpus_on(node_name)
+    listing = Listing(
+        devices[:size],
+        truncated=len(devices) > size or views.truncated,
+        # A GPU's taints come from the DeviceTaintRules as well as its slice.
+        degraded=bool(views.degraded & {"resourceslices", "devicetaintrules"}),
+    )
     return _page("gpu", listing, _gpu_parts, after)
 
 
@@ -338,7 +352,7 @@ class Holder:
 
 async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
     """Who holds the GPU; a viewer sees only holders that are its own models' pods."""
-    claims = (await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items
+    claims = (await gpu_views(ctx)).snapshot.holders(rec)[:PER_OBJECT]
     out: list[Holder] = []
     for claim in claims:
         reserved = claim.reserved_pods
@@ -354,7 +368,7 @@ async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
 
 
 async def gpu_held(ctx: Context, rec: GpuDevice) -> bool:
-    return bool((await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items)
+    return bool((await gpu_views(ctx)).snapshot.holders(rec))
 
 
 async def holder_pod(ctx: Context, holder: Holder) -> PodRecord | None:

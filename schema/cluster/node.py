@@ -197,8 +197,13 @@ class Node(NodeMetricsFields, NodeEventFields):
 
 @strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
 class GpuHolder:
-    claim: ResourceClaim
     _holder: strawberry.Private[K.Holder]
+
+    @strawberry.field
+    def claim(self) -> ResourceClaim:
+        # Built when asked for: the cluster view asks for the pod and model of thousands
+        # of holders and not for their claims.
+        return ResourceClaim.from_record(self._holder.claim)
 
     @strawberry.field(
         description="The pod the claim is reserved for (live); null when the "
@@ -296,4 +301,4 @@ class Gpu(GpuMetricsFields):
     )
     async def held_by(self, info: Info) -> list[GpuHolder]:
         holders = await K.gpu_holders(info.context, self._record)
-        return [GpuHolder(claim=ResourceClaim.from_record(h.claim), _holder=h) for h in holders]
+        return [GpuHolder(_holder=h) for h in holders]
