@@ -11,7 +11,7 @@ from openrl_inspect.adapters.kubernetes import GpuSnapshot, KubernetesCacheSourc
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from support import kube_objects as ko
 from support.fake_kube import FakeKube, fake_kube
-from support.kube_harness import eventually, synced_source
+from support.kube_harness import eventually, synced_source, unstarted_source
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
 
@@ -61,3 +61,19 @@ async def test_watch_events_and_a_relist_keep_the_views(
             what="relisted",
         )
         assert same(source.view.gpu_snapshot(), rebuilt(source))
+
+
+async def test_before_the_sync_the_views_come_from_direct_reads(
+    fake_kube: FakeKube, tmp_path: Path
+) -> None:
+    fake_kube.put(*ko.cluster())
+    async with unstarted_source(fake_kube, tmp_path) as source:
+        early = await source.gpu_views()
+        # Every kind was read directly, and the answer says so.
+        assert early.degraded == {"nodes", "pods", "resourceslices", "resourceclaims",
+                                  "devicetaintrules"}  # fmt: skip
+        assert early.snapshot.total.held == 8 and early.snapshot.node_count == 3
+        await source.start()
+        assert await source.wait_synced(10)
+        synced = await source.gpu_views()
+        assert synced.degraded == frozenset() and same(synced.snapshot, early.snapshot)
