@@ -10,6 +10,7 @@ queries (``kubernetes_view``), so they cannot disagree.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
@@ -82,7 +83,9 @@ class Store(Generic[R]):
     def keys_after(self, after: ObjectKey | None) -> Iterator[ObjectKey]:
         keys = self.sorted_keys()
         start = 0 if after is None else bisect.bisect_right(keys, after)
-        return iter(keys[start:])
+        # Not a slice: a page reads only its first keys. The list is never changed in
+        # place (a change makes a new one), so iterating it after a change is safe.
+        return itertools.islice(keys, start, None)
 
     def upsert(self, record: R) -> None:
         key = record.key
