@@ -47,6 +47,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.cluster import capacity as KC
+from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node, NodeCapacity
 from openrl_inspect.schema.cluster.pod import Pod
@@ -158,18 +159,19 @@ async def our_code(backends: Backends, limits: Limits, page: int) -> dict[str, f
     [NodeCapacity.from_record(c) for c in caps]
     done("node capacity")
     pages = await asyncio.gather(*(K.node_gpus(ctx, n.name, 8, None) for n in nodes))
-    gpus = [g for p in pages for _, g in p.items]
+    # As the schema does it: held and holders for each page of GPUs at once.
+    per_page = [[rec for _, rec in p.items] for p in pages]
+    held = await asyncio.gather(*(KH.gpus_held(ctx, recs) for recs in per_page))
+    holders = [h for hs in held for one in hs for h in one.holders]
     done("GPU pages, held, holders")
-    [Gpu.from_record(g) for g in gpus]
+    for recs, hs in zip(per_page, held, strict=True):
+        [Gpu.from_record(g, h) for g, h in zip(recs, hs, strict=True)]
     done("schema objects")
-    await asyncio.gather(*(K.gpu_held(ctx, g) for g in gpus))
-    holders = [h for hs in await asyncio.gather(*(K.gpu_holders(ctx, g) for g in gpus)) for h in hs]
-    done("GPU pages, held, holders")
-    pods = await asyncio.gather(*(K.holder_pod(ctx, h) for h in holders))
+    pods = await asyncio.gather(*(KH.holder_pod(ctx, h) for h in holders))
     done("holder pods and models")
     [Pod.from_record(p) for p in pods if p is not None]
     done("schema objects")
-    models = await asyncio.gather(*(K.holder_model(ctx, h) for h in holders))
+    models = await asyncio.gather(*(KH.holder_model(ctx, h) for h in holders))
     done("holder pods and models")
     [Model.from_record(m) for m in models if m is not None]
     done("schema objects")

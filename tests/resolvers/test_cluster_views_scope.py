@@ -14,6 +14,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.principal import Principal, Role
 from openrl_inspect.resolvers.cluster import capacity as KC
+from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
@@ -46,9 +47,8 @@ async def holders_by_gpu(ctx: Context) -> dict[str, list[str | None]]:
         for _, g in listing.items
     ]
     out: dict[str, list[str | None]] = {}
-    for g in gpus:
-        holders = await K.gpu_holders(ctx, g)
-        out[g.uuid or ""] = [await K.holder_model_id(ctx, h) for h in holders]
+    for g, held in zip(gpus, await KH.gpus_held(ctx, gpus), strict=True):
+        out[g.uuid or ""] = [await KH.holder_model_id(ctx, h) for h in held.holders]
     return out
 
 
