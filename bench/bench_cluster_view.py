@@ -163,16 +163,14 @@ async def our_code(backends: Backends, limits: Limits, page: int) -> dict[str, f
     per_page = [[rec for _, rec in p.items] for p in pages]
     held = await asyncio.gather(*(KH.gpus_held(ctx, recs) for recs in per_page))
     holders = [h for hs in held for one in hs for h in one.holders]
-    done("GPU pages, held, holders")
+    done("GPU pages, held, holders and their pods")
     for recs, hs in zip(per_page, held, strict=True):
         [Gpu.from_record(g, h) for g, h in zip(recs, hs, strict=True)]
     done("schema objects")
-    pods = await asyncio.gather(*(KH.holder_pod(ctx, h) for h in holders))
-    done("holder pods and models")
-    [Pod.from_record(p) for p in pods if p is not None]
+    [Pod.from_record(h.pod_record) for h in holders if h.pod_record is not None]
     done("schema objects")
     models = await asyncio.gather(*(KH.holder_model(ctx, h) for h in holders))
-    done("holder pods and models")
+    done("holders' models")
     [Model.from_record(m) for m in models if m is not None]
     done("schema objects")
     return phases

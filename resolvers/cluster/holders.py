@@ -5,7 +5,7 @@ filtered for a viewer; and the holders' pods and models."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from openrl_inspect.adapters.kubernetes import ClaimRecord, GpuDevice, ObjectKey, PodRecord
 from openrl_inspect.context import Context
@@ -17,10 +17,12 @@ from openrl_inspect.state.records import ModelRecord
 @dataclass(frozen=True, slots=True)
 class Holder:
     """Who holds a GPU: the claim it is allocated to and a pod the claim is reserved for
-    (``pod`` None when the claim is allocated but not in use by a pod)."""
+    (``pod`` None when the claim is allocated but not in use by a pod), with that pod
+    as the cache has it (``pod_record`` None when it is gone)."""
 
     claim: ClaimRecord
     pod: ObjectKey | None
+    pod_record: PodRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,18 +35,25 @@ class GpuHeld:
 
 
 async def gpus_held(ctx: Context, gpus: Sequence[GpuDevice]) -> list[GpuHeld]:
-    """Who holds each GPU, from the request's snapshot, for a whole list of GPUs at once:
-    their ``held`` and ``heldBy`` then answer without an await per GPU, and a viewer's
-    filter loads the holders' pods and models once for the list. A viewer sees only
-    holders that are its own models' pods."""
+    """Who holds each GPU, from the request's snapshot, for a whole list of GPUs at once,
+    with the holders' pods loaded in one batch: ``held``, ``heldBy`` and a holder's pod
+    then answer without an await per GPU or holder. A viewer sees only holders that are
+    its own models' pods (their models checked once for the list)."""
     if not gpus:
         return []
     snap = (await gpu_views(ctx)).snapshot
     claims = [snap.holders(g) for g in gpus]
-    holders = [_holders(c[:PER_OBJECT]) for c in claims]
+    per_gpu = [_holders(c[:PER_OBJECT]) for c in claims]
+    keys = [h.pod for hs in per_gpu for h in hs if h.pod is not None]
+    pods = {p.key: p for p in await ctx.kube.pods.load_many(keys) if p is not None}
+    per_gpu = [
+        [replace(h, pod_record=pods.get(h.pod)) if h.pod else h for h in hs] for hs in per_gpu
+    ]
     if not scope.sees_everything(ctx):
-        holders = await _visible_holders(ctx, holders)
-    return [GpuHeld(bool(c), tuple(h)) for c, h in zip(claims, holders, strict=True)]
+        seen = await scope.visible_model_ids(ctx, (p.model_id for p in pods.values()))
+        mine = {k for k, p in pods.items() if (p.model_id or "") in seen}
+        per_gpu = [[h for h in hs if h.pod in mine] for hs in per_gpu]
+    return [GpuHeld(bool(c), tuple(h)) for c, h in zip(claims, per_gpu, strict=True)]
 
 
 def _holders(claims: Sequence[ClaimRecord]) -> list[Holder]:
@@ -57,23 +66,6 @@ def _holders(claims: Sequence[ClaimRecord]) -> list[Holder]:
     return out
 
 
-async def _visible_holders(ctx: Context, per_gpu: list[list[Holder]]) -> list[list[Holder]]:
-    keys = [h.pod for hs in per_gpu for h in hs if h.pod is not None]
-    pods = await ctx.kube.pods.load_many(keys)
-    seen = await scope.visible_model_ids(ctx, (p.model_id for p in pods if p is not None))
-    mine = {p.key for p in pods if p is not None and (p.model_id or "") in seen}
-    return [[h for h in hs if h.pod in mine] for hs in per_gpu]
-
-
-async def holder_pod(ctx: Context, holder: Holder) -> PodRecord | None:
-    return await ctx.kube.pods.load(holder.pod) if holder.pod is not None else None
-
-
 async def holder_model(ctx: Context, holder: Holder) -> ModelRecord | None:
-    found = await holder_pod(ctx, holder)
+    found = holder.pod_record
     return await model_by_label(ctx, found.model_id) if found is not None else None
-
-
-async def holder_model_id(ctx: Context, holder: Holder) -> str | None:
-    found = await holder_pod(ctx, holder)
-    return found.model_id if found is not None else None

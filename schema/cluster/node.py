@@ -212,13 +212,15 @@ class GpuHolder:
         description="The pod the claim is reserved for (live); null when the "
         "claim is allocated but no pod uses it, or the pod is gone."
     )
-    async def pod(self, info: Info) -> Pod | None:
-        rec = await KH.holder_pod(info.context, self._holder)
+    def pod(self) -> Pod | None:
+        # Loaded with the GPU's list (``gpus_held``): no await per holder.
+        rec = self._holder.pod_record
         return Pod.from_record(rec) if rec else None
 
     @strawberry.field(description="The pod's `openrl.ai/model-id` label.")
-    async def model_id(self, info: Info) -> str | None:
-        return await KH.holder_model_id(info.context, self._holder)
+    def model_id(self) -> str | None:
+        rec = self._holder.pod_record
+        return rec.model_id if rec else None
 
     @strawberry.field(description="The model holding the GPU, from Redis (by the pod's label).")
     async def model(self, info: Info) -> ModelT | None:

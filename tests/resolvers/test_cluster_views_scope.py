@@ -48,7 +48,7 @@ async def holders_by_gpu(ctx: Context) -> dict[str, list[str | None]]:
     ]
     out: dict[str, list[str | None]] = {}
     for g, held in zip(gpus, await KH.gpus_held(ctx, gpus), strict=True):
-        out[g.uuid or ""] = [await KH.holder_model_id(ctx, h) for h in held.holders]
+        out[g.uuid or ""] = [h.pod_record.model_id if h.pod_record else None for h in held.holders]
     return out
 
 
