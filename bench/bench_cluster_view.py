@@ -11,13 +11,25 @@ Reported: sync time, the query's median latency over N runs after one warm-up, a
 API-server requests per GraphQL request (from the fake server's counter; target 0),
 also after a 410 (compacted history) and after the API server restarts.
 
-    .venv/bin/python bench/bench_cluster_view.py [--runs 5] [--nodes 1000] [--page 1000]
+Also "our code": the same reads the query makes, through the same resolvers, loaders and
+schema constructors, called directly level by level (one ``asyncio.gather`` per level, so
+loaders batch as under GraphQL) without graphql-core and Strawberry executing fields. The
+end-to-end time minus it is the share of GraphQL execution (field by field completion,
+result building, serialising).
+
+``--gc-tuned`` measures what the garbage collector costs: after the cache syncs it moves
+every object alive into the permanent generation (``gc.freeze``) and collects the young
+generation every 100,000 allocations instead of 700. An experiment, not what the server does.
+
+    .venv/bin/python bench/bench_cluster_view.py [--runs 7] [--nodes 1000] [--page 1000] [--gc-tuned]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
 import platform
 import statistics
 import sys
@@ -32,8 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kubernetes
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Limits
+from openrl_inspect.context import Backends, Context, Limits
 from openrl_inspect.recorder import AsyncRecorder
+from openrl_inspect.resolvers.cluster import capacity as KC
+from openrl_inspect.resolvers.cluster import holders as KH
+from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node, NodeCapacity
+from openrl_inspect.schema.cluster.pod import Pod
+from openrl_inspect.schema.state.model import Model
 from support import kube_objects as ko
 from support.fake_kube import FakeKube
 from support.harness import app_client
@@ -119,6 +137,69 @@ async def measure(
     return latencies, requests, resp
 
 
+async def our_code(backends: Backends, limits: Limits, page: int) -> dict[str, float]:
+    """Seconds per phase of the query's reads without GraphQL execution (module doc)."""
+    ctx = Context.build(backends, limits)
+    phases: dict[str, float] = {}
+    t = time.perf_counter()
+
+    def done(phase: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        phases[phase] = phases.get(phase, 0.0) + now - t
+        t = now
+
+    ClusterCapacity.from_record(await KC.cluster_capacity(ctx))
+    done("cluster capacity")
+    node_page = await K.nodes(ctx, page, None)
+    records = [rec for _, rec in node_page.items]
+    nodes = [Node.from_record(rec) for rec in records]
+    done("schema objects")
+    caps = await asyncio.gather(*(KC.node_capacity(ctx, rec) for rec in records))
+    [NodeCapacity.from_record(c) for c in caps]
+    done("node capacity")
+    pages = await asyncio.gather(*(K.node_gpus(ctx, n.name, 8, None) for n in nodes))
+    # As the schema does it: held and holders for each page of GPUs at once.
+    per_page = [[rec for _, rec in p.items] for p in pages]
+    held = await asyncio.gather(*(KH.gpus_held(ctx, recs) for recs in per_page))
+    holders = [h for hs in held for one in hs for h in one.holders]
+    done("GPU pages, held, holders and their pods")
+    for recs, hs in zip(per_page, held, strict=True):
+        [Gpu.from_record(g, h) for g, h in zip(recs, hs, strict=True)]
+    done("schema objects")
+    [Pod.from_record(h.pod_record) for h in holders if h.pod_record is not None]
+    done("schema objects")
+    models = await asyncio.gather(*(KH.holder_model(ctx, h) for h in holders))
+    done("holders' models")
+    [Model.from_record(m) for m in models if m is not None]
+    done("schema objects")
+    return phases
+
+
+async def our_phases(backends: Backends, limits: Limits, page: int, runs: int) -> str:
+    """Median ms per phase of ``our_code`` with the collector off (its pauses land on
+    whichever phase allocates when a collection is due, and hide where the work is)."""
+    gc.collect()
+    gc.disable()
+    try:
+        runs_phases = [await our_code(backends, limits, page) for _ in range(runs)]
+    finally:
+        gc.enable()
+    parts = [
+        f"{name} {statistics.median(r[name] for r in runs_phases) * 1e3:.0f}"
+        for name in runs_phases[0]
+    ]
+    total = statistics.median(sum(r.values()) for r in runs_phases) * 1e3
+    return f"{', '.join(parts)}; total {total:.0f} ms (median of {runs}, gc off)"
+
+
+def spread(values: list[float]) -> str:
+    return (
+        f"median {statistics.median(values) * 1e3:.0f} ms (min {min(values) * 1e3:.0f}, "
+        f"max {max(values) * 1e3:.0f}, n={len(values)})"
+    )
+
+
 async def main(args: argparse.Namespace) -> None:
     objects, models = cluster(args.nodes)
     fake = FakeKube()
@@ -147,8 +228,18 @@ async def main(args: argparse.Namespace) -> None:
                 await steady(fake, source, 600)
                 sync_s = time.perf_counter() - t0
                 async with app_client(store, limits, kubernetes=source) as client:
+                    if args.gc_tuned:
+                        gc.collect()
+                        gc.freeze()
+                        gc.set_threshold(100_000, 50, 1000)
                     warm, warm_req, _ = await measure(client, fake, 1, args.page)
                     lat, req, resp = await measure(client, fake, args.runs, args.page)
+                    backends = Backends(state=store, kubernetes=source)
+                    ours = [
+                        sum((await our_code(backends, limits, args.page)).values())
+                        for _ in range(args.runs)
+                    ]
+                    phases = await our_phases(backends, limits, args.page, args.runs)
                     assert resp is not None
                     body = resp.json()
                     assert "errors" not in body, body["errors"][:2]
@@ -177,7 +268,8 @@ async def main(args: argparse.Namespace) -> None:
             fake.stop()
 
     med = statistics.median(lat)
-    print(f"machine: {platform.machine()}, {platform.python_version()}, {platform.node()}")
+    print(f"machine: {platform.machine()}, {platform.python_version()}, {platform.node()}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; gc tuned: {args.gc_tuned}")  # fmt: skip
     print(f"fake API server objects: {counts} (built in {load_s:.1f}s)")
     print(f"watch cache synced and watching in {sync_s:.1f}s; response {len(resp.content)} bytes, "
           f"{len(data['nodes']['nodes'])} nodes, {holders} GPU holders; capacity {data['capacity']['total']} "
@@ -185,6 +277,12 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"| cluster-view query median | {med * 1e3:.0f} ms (min {min(lat) * 1e3:.0f}, max {max(lat) * 1e3:.0f}, n={args.runs}, page {args.page} nodes; warm-up {warm[0] * 1e3:.0f} ms) |"
     )
+    print(
+        f"| our code (resolvers, loaders, cache views, schema objects) per request | {spread(ours)} |"
+    )
+    print(f"| our code by phase, ms | {phases} |")
+    share = 1 - statistics.median(ours) / med
+    print(f"| GraphQL execution share of the end-to-end median | {share:.0%} |")
     print(
         f"| API-server requests per GraphQL request, steady state | {statistics.mean(req):.2f} (runs: {req}; warm-up: {warm_req}) |"
     )
@@ -201,7 +299,10 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--page", type=int, default=1000, help="nodes per query page")
+    parser.add_argument(
+        "--gc-tuned", action="store_true", help="gc.freeze() and a 100,000 threshold"
+    )
     asyncio.run(main(parser.parse_args()))

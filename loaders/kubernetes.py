@@ -19,6 +19,7 @@ from openrl_inspect.adapters.kubernetes import (
     DeviceKey,
     EventRecord,
     GpuDevice,
+    GpuViewRead,
     KubernetesSource,
     Listing,
     NodeRecord,
@@ -124,6 +125,11 @@ async def _status(source: KubernetesSource, keys: list[str]) -> list[SourceStatu
     return [status for _ in keys]
 
 
+async def _gpu_views(source: KubernetesSource, keys: list[str]) -> list[GpuViewRead]:
+    views = await source.gpu_views()
+    return [views for _ in keys]
+
+
 async def _node_page(s: KubernetesSource, p: NodePage) -> Listing[NodeRecord]:
     return await s.list_nodes(after=p.after, limit=p.limit)
 
@@ -155,6 +161,9 @@ class KubeLoaders:
     ``BackendNotConfigured`` when it is None)."""
 
     status: BatchLoader[str, SourceStatus]
+    # One snapshot of the GPU views per request (key ""): every GPU, holder and count a
+    # request reads comes from the same moment, and costs a lookup.
+    gpu_views: BatchLoader[str, GpuViewRead]
     pods: BatchLoader[ObjectKey, PodRecord | None]
     nodes: BatchLoader[str, NodeRecord | None]
     gpus_by_uuid: BatchLoader[str, GpuDevice | None]
@@ -182,6 +191,7 @@ class KubeLoaders:
         s = source
         return cls(
             status=_keyed(s, _status),
+            gpu_views=_keyed(s, _gpu_views),
             pods=_keyed(s, lambda src, keys: src.get_pods(keys)),
             nodes=_keyed(s, lambda src, keys: src.get_nodes(keys)),
             gpus_by_uuid=_keyed(s, lambda src, keys: src.gpus_by_uuid(keys)),

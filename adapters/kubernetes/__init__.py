@@ -25,6 +25,8 @@ Private modules, one concept each::
     _parse_kueue       JSON -> Kueue Workload, Job and JobSet records
     _dra               JSON -> ResourceSlice / ResourceClaim / DeviceTaintRule records
     _store             keyed stores with indexes; newest-generation GPU index with rules
+    _capacity          GPU capacity counting: held, free, unhealthy, tainted
+    _gpu_views         per-node GPUs with holders and capacity, kept up to date per event
     _view              the queries over stores
     _queries           KubernetesSource: the reads shared by the real source and the twin
     _api               the official client: paged LIST, WATCH, errors, request counts
@@ -45,6 +47,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from openrl_inspect.adapters.kubernetes._capacity import (
+    BLOCKING_EFFECTS,
+    GPU_TAINT,
+    PRODUCT_LABEL,
+    UNHEALTHY_TAINTS,
+    CapacityCounts,
+    ClusterCapacity,
+    NodeCapacity,
+    ProductCapacity,
+    by_product,
+    node_capacity,
+    node_condition,
+)
 from openrl_inspect.adapters.kubernetes._dra_records import (
     BLOCKING_TAINT_EFFECTS,
     AllocatedDevice,
@@ -62,6 +77,7 @@ from openrl_inspect.adapters.kubernetes._event_store import (
     Regarding,
     newest_event_first,
 )
+from openrl_inspect.adapters.kubernetes._gpu_views import GpuSnapshot, NodeGpus
 from openrl_inspect.adapters.kubernetes._lease_records import (
     LEASE_VERBS,
     LeaseConflict,
@@ -73,7 +89,7 @@ from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogSettings,
     load_pod_log_settings,
 )
-from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
+from openrl_inspect.adapters.kubernetes._queries import GpuViewRead, KubernetesSource
 from openrl_inspect.adapters.kubernetes._records import (
     DEFAULT_LABELS,
     GPU_RESOURCE,
@@ -117,9 +133,11 @@ if TYPE_CHECKING:
     from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
 __all__ = [
+    "BLOCKING_EFFECTS",
     "BLOCKING_TAINT_EFFECTS",
     "DEFAULT_LABELS",
     "GPU_RESOURCE",
+    "GPU_TAINT",
     "JOBSET_UID_LABEL",
     "JOB_CONTROLLER_UID_LABELS",
     "KUEUE_JOB_UID_LABEL",
@@ -127,14 +145,18 @@ __all__ = [
     "LOG_READS",
     "MODEL_ID_LABEL",
     "NVIDIA_GPU_DRIVER",
+    "PRODUCT_LABEL",
     "READ_VERBS",
     "ROLE_LABEL",
+    "UNHEALTHY_TAINTS",
     "WATCHED_RESOURCES",
     "Admission",
     "AllocatedDevice",
+    "CapacityCounts",
     "ClaimConsumer",
     "ClaimRecord",
     "ClaimRequest",
+    "ClusterCapacity",
     "Condition",
     "ContainerState",
     "DeviceKey",
@@ -142,6 +164,8 @@ __all__ = [
     "EventRecord",
     "EventStore",
     "GpuDevice",
+    "GpuSnapshot",
+    "GpuViewRead",
     "JobRecord",
     "KindStatus",
     "KubeLeases",
@@ -153,6 +177,8 @@ __all__ = [
     "LeaseRecord",
     "LeaseStore",
     "Listing",
+    "NodeCapacity",
+    "NodeGpus",
     "NodeRecord",
     "ObjectKey",
     "ObjectRef",
@@ -164,6 +190,7 @@ __all__ = [
     "PodResourceClaim",
     "PodSet",
     "PodSetAssignment",
+    "ProductCapacity",
     "Regarding",
     "SchedulingFailure",
     "SliceRecord",
@@ -173,9 +200,12 @@ __all__ = [
     "Termination",
     "WatchedResource",
     "WorkloadRecord",
+    "by_product",
     "load_pod_log_settings",
     "load_settings",
     "newest_event_first",
+    "node_capacity",
+    "node_condition",
     "open_kubernetes",
     "open_leases",
 ]

@@ -20,6 +20,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import Regarding
+from openrl_inspect.adapters.kubernetes._gpu_views import GpuSnapshot
 from openrl_inspect.adapters.kubernetes._records import (
     DEFAULT_LABELS,
     DeviceKey,
@@ -87,6 +88,20 @@ def by_keys(keys: Sequence[ObjectKey]) -> Selector:
 def by_field(field: str, values: Sequence[str]) -> Selector:
     distinct = set(values)
     return Selector(fields=field_equals(field, distinct.pop())) if len(distinct) == 1 else ALL
+
+
+# What the GPU views are made of.
+GPU_VIEW_KINDS = (NODES, PODS, SLICES, CLAIMS, TAINT_RULES)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuViewRead:
+    """A snapshot of the GPU views, the kinds that were not in sync when it was taken
+    (its parts from them may be stale) and whether a direct read was cut short."""
+
+    snapshot: GpuSnapshot
+    degraded: frozenset[str]
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +259,16 @@ class KubernetesSource(abc.ABC):
             return []
         r = await self._resolve({SLICES: ALL, TAINT_RULES: ALL})
         return r.view.gpus_by_device(keys)
+
+    async def gpu_views(self) -> GpuViewRead:
+        """Every node's GPUs with their holders, and the capacity counters: kept up to
+        date by the watch cache, so this costs no walk over the cluster."""
+        r = await self._resolve(dict.fromkeys(GPU_VIEW_KINDS, ALL))
+        status = await self.status()
+        degraded = frozenset(
+            k.kind for k in status.kinds if k.kind in GPU_VIEW_KINDS and k.degraded
+        )
+        return GpuViewRead(r.view.gpu_snapshot(), degraded, r.truncated)
 
     # --- Kueue workloads ----------------------------------------------------------------
 

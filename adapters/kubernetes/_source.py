@@ -79,6 +79,9 @@ class KubernetesCacheSource(KubernetesSource):
         self.api = api
         self.settings: KubernetesSettings = api.settings
         self.view = ClusterView(events=self._event_store())
+        # The informers write these stores for the source's life: the GPU views follow
+        # every event rather than being rebuilt by requests.
+        self.view.gpu_views.watch()
         self._credentials_loader = credentials_loader
         drivers = frozenset(self.settings.gpu_drivers)
         self.labels = labels = self.settings.labels

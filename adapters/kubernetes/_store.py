@@ -10,6 +10,7 @@ queries (``kubernetes_view``), so they cannot disagree.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
@@ -38,6 +39,8 @@ class Keyed(Protocol):
 R = TypeVar("R", bound=Keyed)
 
 IndexFn = Callable[[R], Iterable[Hashable]]
+# Called with (old, new) after every change: None for "absent" on either side.
+Listener = Callable[[R | None, R | None], None]
 
 
 class Store(Generic[R]):
@@ -50,6 +53,7 @@ class Store(Generic[R]):
             name: {} for name in self._index_fns
         }
         self._sorted: list[ObjectKey] | None = None
+        self._listeners: list[Listener[R]] = []
         self.version = 0
         # Records a bounded store dropped to stay within its bounds (see EventStore).
         self.evicted = 0
@@ -63,6 +67,11 @@ class Store(Generic[R]):
     def values(self) -> Iterator[R]:
         return iter(self._items.values())
 
+    def listen(self, listener: Listener[R]) -> None:
+        """Call ``listener(old, new)`` after each upsert and delete (a relist's ``replace``
+        is made of those): how views derived from several stores stay up to date."""
+        self._listeners.append(listener)
+
     def keys_for(self, index: str, value: Hashable) -> set[ObjectKey]:
         return self._indexes[index].get(value, set())
 
@@ -74,7 +83,9 @@ class Store(Generic[R]):
     def keys_after(self, after: ObjectKey | None) -> Iterator[ObjectKey]:
         keys = self.sorted_keys()
         start = 0 if after is None else bisect.bisect_right(keys, after)
-        return iter(keys[start:])
+        # Not a slice: a page reads only its first keys. The list is never changed in
+        # place (a change makes a new one), so iterating it after a change is safe.
+        return itertools.islice(keys, start, None)
 
     def upsert(self, record: R) -> None:
         key = record.key
@@ -86,6 +97,8 @@ class Store(Generic[R]):
         self._items[key] = record
         self._index(key, record)
         self.version += 1
+        for listener in self._listeners:
+            listener(old, record)
 
     def delete(self, key: ObjectKey) -> None:
         old = self._items.pop(key, None)
@@ -93,6 +106,8 @@ class Store(Generic[R]):
             self._unindex(key, old)
             self._sorted = None
             self.version += 1
+            for listener in self._listeners:
+                listener(old, None)
 
     def replace(self, records: Iterable[R], namespace: str | None = None) -> None:
         """Make the store hold exactly ``records`` (within ``namespace`` if given)."""
@@ -236,7 +251,8 @@ class SliceStore(Store[SliceRecord]):
     """A slice store that keeps its ``GpuIndex`` until the slices or the rules change."""
 
     def __init__(self) -> None:
-        super().__init__()
+        # By pool: a pool's newest generation decides which of its slices count.
+        super().__init__({"pool": lambda s: [(s.driver, s.pool)]})
         # (slices' version, the rule store, its version, the index). The rule store is
         # held, not its id: a direct read's short-lived store could reuse a freed id.
         self._gpu_index: tuple[int, Store[TaintRuleRecord] | None, int, GpuIndex] | None = None

@@ -9,7 +9,7 @@ DataLoaders want them.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from openrl_inspect.adapters.kubernetes._dra_records import (
@@ -18,6 +18,7 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
 )
 from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import Regarding
+from openrl_inspect.adapters.kubernetes._gpu_views import GpuSnapshot, GpuViews
 from openrl_inspect.adapters.kubernetes._links import Linked, LinkedStores
 from openrl_inspect.adapters.kubernetes._records import (
     DeviceKey,
@@ -55,6 +56,17 @@ def page(items: Iterable[T], limit: int) -> Listing[T]:
 class ClusterView(LinkedStores):
     """The kinds' stores and the queries over them. Pods and Workloads come out with
     their model filled in from ownership when they carry no model label."""
+
+    # Derived from the stores, so never passed in: a view made by ``dataclasses.replace``
+    # (a direct read's stores) gets its own, unwatched, rebuilt from its stores.
+    gpu_views: GpuViews = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.gpu_views = GpuViews(self.nodes, self.pods, self.slices, self.claims, self.taint_rules)
+
+    def gpu_snapshot(self) -> GpuSnapshot:
+        """Each node's GPUs with their holders and the capacity counters, as of now."""
+        return self.gpu_views.snapshot()
 
     # --- pods ---------------------------------------------------------------------------
 

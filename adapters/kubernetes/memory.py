@@ -95,6 +95,7 @@ class MemoryKubernetesSource(KubernetesSource):
 
     def __init__(self, records: Iterable[Record] = (), *, events: EventStore | None = None) -> None:
         self.view = ClusterView() if events is None else ClusterView(events=events)
+        self.view.gpu_views.watch()  # the twin's stores live as long as it: follow them
         self.failure: BackendError | None = None
         self.degraded_kinds: set[str] = set()
         self.put(*records)

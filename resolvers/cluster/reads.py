@@ -19,6 +19,7 @@ from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
     GpuDevice,
+    GpuViewRead,
     Listing,
     NodeRecord,
     ObjectKey,
@@ -40,8 +41,7 @@ Owned = TypeVar("Owned", PodRecord, WorkloadRecord)
 
 # Bounds on the lists the resolvers read for themselves (not pages a client asks for).
 PER_OBJECT = 256  # claims of a pod, claims of a device, pods/workloads of a model
-PER_NODE = 1024  # GPUs or pods on one node, for its capacity
-WHOLE_CLUSTER = 200_000  # nodes or GPUs, for the cluster's capacity
+PER_NODE = 1024  # pods on one node, for its capacity when the views lag its Node
 QUEUE_PEERS = 1000  # Workloads of a namespace, for a position in the queue
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -143,6 +143,12 @@ def check_device_id(value: str) -> str:
 
 async def status(ctx: Context) -> SourceStatus:
     return await ctx.kube.status.load("")
+
+
+async def gpu_views(ctx: Context) -> GpuViewRead:
+    """The request's one snapshot of the GPU views (each node's GPUs, their holders, the
+    capacity counters), which the watch cache keeps: every read of it is a lookup."""
+    return await ctx.kube.gpu_views.load("")
 
 
 async def kind_degraded(ctx: Context, kind: str) -> bool:
@@ -249,7 +255,15 @@ async def node_gpus(
 ) -> LivePage[GpuDevice]:
     if after is not None:
         return await gpus(ctx, node_name, first, after)
-    listing = await ctx.kube.gpus_by_node.load((node_name, page_size(ctx, first)))
+    size = page_size(ctx, first)
+    views = await gpu_views(ctx)
+    devices = views.snapshot.gpus_on(node_name)
+    listing = Listing(
+        devices[:size],
+        truncated=len(devices) > size or views.truncated,
+        # A GPU's taints come from the DeviceTaintRules as well as its slice.
+        degraded=bool(views.degraded & {"resourceslices", "devicetaintrules"}),
+    )
     return _page("gpu", listing, _gpu_parts, after)
 
 
@@ -325,47 +339,3 @@ async def pod_gpus(ctx: Context, rec: PodRecord) -> list[GpuDevice]:
             keys.extend(d.key for d in claim.devices if d.key not in keys)
     found = await ctx.kube.gpus_by_device.load_many(keys)
     return [g for g in found if g is not None]
-
-
-@dataclass(frozen=True, slots=True)
-class Holder:
-    """Who holds a GPU: the claim it is allocated to and a pod the claim is reserved for
-    (``pod`` None when the claim is allocated but not in use by a pod)."""
-
-    claim: ClaimRecord
-    pod: ObjectKey | None
-
-
-async def gpu_holders(ctx: Context, rec: GpuDevice) -> list[Holder]:
-    """Who holds the GPU; a viewer sees only holders that are its own models' pods."""
-    claims = (await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items
-    out: list[Holder] = []
-    for claim in claims:
-        reserved = claim.reserved_pods
-        if not reserved:
-            out.append(Holder(claim, None))
-        out.extend(Holder(claim, ObjectKey(claim.namespace, c.name)) for c in reserved)
-    if scope.sees_everything(ctx):
-        return out
-    pods = await ctx.kube.pods.load_many([h.pod for h in out if h.pod is not None])
-    seen = await scope.visible_model_ids(ctx, (p.model_id for p in pods if p is not None))
-    mine = {p.key for p in pods if p is not None and (p.model_id or "") in seen}
-    return [h for h in out if h.pod in mine]
-
-
-async def gpu_held(ctx: Context, rec: GpuDevice) -> bool:
-    return bool((await ctx.kube.claims_by_device.load((rec.key, PER_OBJECT))).items)
-
-
-async def holder_pod(ctx: Context, holder: Holder) -> PodRecord | None:
-    return await ctx.kube.pods.load(holder.pod) if holder.pod is not None else None
-
-
-async def holder_model(ctx: Context, holder: Holder) -> ModelRecord | None:
-    found = await holder_pod(ctx, holder)
-    return await model_by_label(ctx, found.model_id) if found is not None else None
-
-
-async def holder_model_id(ctx: Context, holder: Holder) -> str | None:
-    found = await holder_pod(ctx, holder)
-    return found.model_id if found is not None else None

@@ -18,7 +18,7 @@ from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.schema.cluster.common import LiveConnection
 from openrl_inspect.schema.cluster.container import OomKills
-from openrl_inspect.schema.cluster.node import Gpu, Node
+from openrl_inspect.schema.cluster.node import Gpu, Node, gpu_objects
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
 from openrl_inspect.schema.common import Info
@@ -115,7 +115,7 @@ class PlacementClusterFields:
     )
     async def live_gpus(self, info: Info) -> list[Gpu] | None:
         gpus = await KM.placement_gpus(info.context, self._placement_record())
-        return [Gpu.from_record(g) for g in gpus]
+        return await gpu_objects(info, gpus)
 
     @strawberry.field(
         description=f"{LIVE}: OOM kills of the recorded pods' containers the kubelet "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,7 +10,9 @@ import strawberry
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import counting as C
+from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster.reads import LivePage
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -181,7 +184,7 @@ class Node(NodeMetricsFields, NodeEventFields):
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Gpu]:
         page = await K.node_gpus(info.context, self.name, first, after)
-        return LiveConnection.of(page, Gpu.from_record)
+        return await gpu_connection(info, page)
 
     @strawberry.field(description="Pods bound to it, by namespace and name.")
     async def pods(
@@ -197,26 +200,33 @@ class Node(NodeMetricsFields, NodeEventFields):
 
 @strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
 class GpuHolder:
-    claim: ResourceClaim
-    _holder: strawberry.Private[K.Holder]
+    _holder: strawberry.Private[KH.Holder]
+
+    @strawberry.field
+    def claim(self) -> ResourceClaim:
+        # Built when asked for: the cluster view asks for the pod and model of thousands
+        # of holders and not for their claims.
+        return ResourceClaim.from_record(self._holder.claim)
 
     @strawberry.field(
         description="The pod the claim is reserved for (live); null when the "
         "claim is allocated but no pod uses it, or the pod is gone."
     )
-    async def pod(self, info: Info) -> Pod | None:
-        rec = await K.holder_pod(info.context, self._holder)
+    def pod(self) -> Pod | None:
+        # Loaded with the GPU's list (``gpus_held``): no await per holder.
+        rec = self._holder.pod_record
         return Pod.from_record(rec) if rec else None
 
     @strawberry.field(description="The pod's `openrl.ai/model-id` label.")
-    async def model_id(self, info: Info) -> str | None:
-        return await K.holder_model_id(info.context, self._holder)
+    def model_id(self) -> str | None:
+        rec = self._holder.pod_record
+        return rec.model_id if rec else None
 
     @strawberry.field(description="The model holding the GPU, from Redis (by the pod's label).")
     async def model(self, info: Info) -> ModelT | None:
         from openrl_inspect.schema.state.model import Model
 
-        rec = await K.holder_model(info.context, self._holder)
+        rec = await KH.holder_model(info.context, self._holder)
         return Model.from_record(rec) if rec else None
 
 
@@ -250,9 +260,11 @@ class Gpu(GpuMetricsFields):
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[GpuDevice]
+    _held: strawberry.Private[KH.GpuHeld]
 
     @classmethod
-    def from_record(cls, rec: GpuDevice) -> Gpu:
+    def from_record(cls, rec: GpuDevice, held: KH.GpuHeld) -> Gpu:
+        """``held``: from ``gpu_objects``, which reads who holds a whole list of GPUs."""
         return cls(
             uuid=rec.uuid,
             driver=rec.driver,
@@ -272,6 +284,7 @@ class Gpu(GpuMetricsFields):
             taint_rules_not_evaluated=list(rec.rules_not_evaluated),
             source=LIVE,
             _record=rec,
+            _held=held,
         )
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
@@ -286,14 +299,26 @@ class Gpu(GpuMetricsFields):
         rec = await K.node_of(info.context, self._record.node_name)
         return Node.from_record(rec) if rec else None
 
+    # Not async: read with the GPU's list (``gpu_objects``). An async field costs
+    # graphql-core an awaitable per GPU, thousands in a cluster view.
     @strawberry.field(description="True when a ResourceClaim holds it.")
-    async def held(self, info: Info) -> bool:
-        return await K.gpu_held(info.context, self._record)
+    def held(self) -> bool:
+        return self._held.held
 
     @strawberry.field(
         description="The claims it is allocated to with their pods and models: empty when "
         "free, one entry in practice (more only for shared devices)."
     )
-    async def held_by(self, info: Info) -> list[GpuHolder]:
-        holders = await K.gpu_holders(info.context, self._record)
-        return [GpuHolder(claim=ResourceClaim.from_record(h.claim), _holder=h) for h in holders]
+    def held_by(self) -> list[GpuHolder]:
+        return [GpuHolder(_holder=h) for h in self._held.holders]
+
+
+async def gpu_objects(info: Info, records: Sequence[GpuDevice]) -> list[Gpu]:
+    """GPUs with who holds them, read for the whole list at once (``gpus_held``)."""
+    held = await KH.gpus_held(info.context, records)
+    return [Gpu.from_record(rec, h) for rec, h in zip(records, held, strict=True)]
+
+
+async def gpu_connection(info: Info, page: LivePage[GpuDevice]) -> LiveConnection[Gpu]:
+    made = {g._record.key: g for g in await gpu_objects(info, [rec for _, rec in page.items])}
+    return LiveConnection.of(page, lambda rec: made[rec.key])

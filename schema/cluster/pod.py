@@ -141,9 +141,9 @@ class Pod(PodLogFields, PodEventFields):
 
     @strawberry.field(description="GPUs allocated to its ResourceClaims (live).")
     async def gpus(self, info: Info) -> list[GpuT]:
-        from openrl_inspect.schema.cluster.node import Gpu
+        from openrl_inspect.schema.cluster.node import gpu_objects
 
-        return [Gpu.from_record(g) for g in await K.pod_gpus(info.context, self._record)]
+        return await gpu_objects(info, await K.pod_gpus(info.context, self._record))
 
     @strawberry.field(description="Its DRA ResourceClaims: reserved for it or named by it.")
     async def claims(self, info: Info) -> list[ResourceClaim]:
@@ -185,10 +185,10 @@ class ClaimDevice:
 
     @strawberry.field(description="The GPU this device is (live); null if not published.")
     async def gpu(self, info: Info) -> GpuT | None:
-        from openrl_inspect.schema.cluster.node import Gpu
+        from openrl_inspect.schema.cluster.node import gpu_objects
 
         rec = await K.device_gpu(info.context, self._record.key)
-        return Gpu.from_record(rec) if rec else None
+        return (await gpu_objects(info, [rec]))[0] if rec else None
 
 
 @strawberry.type(description="An entry of the claim's `reservedFor`: who uses it.")

@@ -6,7 +6,13 @@ import strawberry
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.schema.cluster.common import KubernetesStatus, LiveConnection
-from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node
+from openrl_inspect.schema.cluster.node import (
+    ClusterCapacity,
+    Gpu,
+    Node,
+    gpu_connection,
+    gpu_objects,
+)
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import Workload
 from openrl_inspect.schema.common import Info
@@ -33,11 +39,12 @@ class ClusterQuery:
         after: str | None = None,
     ) -> LiveConnection[Gpu] | None:
         page = await K.gpus(info.context, node, first, after)
-        return LiveConnection.of(page, Gpu.from_record)
+        return await gpu_connection(info, page)
 
     @strawberry.field(description="A GPU by device UUID (live); null with NOT_FOUND if unknown.")
     async def gpu(self, info: Info, uuid: str) -> Gpu | None:
-        return Gpu.from_record(await K.gpu(info.context, uuid))
+        (found,) = await gpu_objects(info, [await K.gpu(info.context, uuid)])
+        return found
 
     @strawberry.field(description="A pod by namespace and name (live).")
     async def pod(self, info: Info, namespace: str, name: str) -> Pod | None:

@@ -1,0 +1,277 @@
+"""The GPU views the watch cache keeps per event equal a recomputation from scratch.
+
+Random sequences of upserts and deletes of nodes, pods, ResourceSlices (pools, generations,
+device taints), ResourceClaims and DeviceTaintRules, with snapshots taken in between (so
+flushes happen mid-sequence), then a relist (``replace``) to another random state. After
+each, the incrementally kept snapshot must equal (a) views built from scratch over the same
+stores and (b) the capacity and holders the resolvers computed per request before the
+views existed (``GpuIndex``, the claims' device index, ``node_capacity``, ``by_product``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openrl_inspect.adapters.kubernetes import (
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    DeviceTaint,
+    GpuDevice,
+    GpuSnapshot,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+    Taint,
+    TaintRuleRecord,
+    by_product,
+    node_capacity,
+)
+from openrl_inspect.adapters.kubernetes._store import GpuIndex
+from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+
+DRIVER = "gpu.nvidia.com"
+NODES = ["n0", "n1", "n2", "n3"]
+SLICES = ["s0", "s1", "s2", "s3"]
+POOLS = ["p0", "p1"]
+# Mostly a slice's usual pool, so that claims often name published devices, and two
+# slices share a pool (generations); sometimes another pool.
+USUAL_POOL = {"s0": "p0", "s1": "p1", "s2": "p0", "s3": "p1"}
+PRODUCTS = [None, "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
+EFFECTS = ["NoSchedule", "NoExecute", "None"]
+
+taints = st.lists(
+    st.builds(DeviceTaint, key=st.sampled_from(["a", "b"]), effect=st.sampled_from(EFFECTS)),
+    max_size=2,
+).map(tuple)
+
+
+@st.composite
+def slices(draw: Any) -> SliceRecord:
+    name = draw(st.sampled_from(SLICES))
+    pool = draw(st.sampled_from([USUAL_POOL[name]] * 4 + POOLS))
+    generation = draw(st.integers(0, 2))
+    node = draw(st.sampled_from([*NODES, None]))
+    # Device names carry the slice's: a driver never publishes one device twice in a pool.
+    devices = tuple(
+        GpuDevice(
+            driver=DRIVER,
+            pool=pool,
+            pool_generation=generation,
+            node_name=node,
+            device=f"{name}-gpu-{i}",
+            device_type="gpu",
+            uuid=f"GPU-{name}-{i}",
+            index=i,
+            minor=i,
+            product_name=draw(st.sampled_from(PRODUCTS)),
+            architecture=None,
+            driver_version=None,
+            pci_bus_id=None,
+            memory_bytes=None,
+            slice_name=name,
+            taints=draw(taints),
+        )
+        for i in draw(st.sets(st.integers(0, 3), min_size=1, max_size=3))
+    )
+    return SliceRecord(name, DRIVER, pool, generation, node, devices)
+
+
+nodes = st.builds(
+    NodeRecord,
+    name=st.sampled_from(NODES),
+    labels=st.sampled_from([{}, {"nvidia.com/gpu.product": "NVIDIA-A100"}]),
+    gpu_allocatable=st.sampled_from([None, 0, 2, 4]),
+    gpu_capacity=st.sampled_from([None, 0, 4]),
+    ready=st.sampled_from([True, False, None]),
+    unschedulable=st.booleans(),
+    taints=st.sampled_from([(), (Taint("maintenance", "NoSchedule"),)]),
+    conditions=st.just(()),
+    created=st.none(),
+)
+
+pods = st.builds(
+    PodRecord,
+    namespace=st.just("openrl"),
+    name=st.sampled_from(["a", "b", "c", "d"]),
+    uid=st.just("uid"),
+    phase=st.sampled_from(["Running", "Pending", "Succeeded"]),
+    node_name=st.sampled_from([*NODES, None]),
+    labels=st.just({}),
+    model_id=st.none(),
+    worker_role=st.none(),
+    conditions=st.just(()),
+    containers=st.just(()),
+    scheduling_failure=st.none(),
+    resource_claims=st.just(()),
+    gpu_request=st.integers(0, 3),
+    owner_kind=st.none(),
+    owner_name=st.none(),
+    created=st.none(),
+    started=st.none(),
+    deleting=st.just(False),
+)
+
+allocated = st.builds(
+    lambda s, i, pool: AllocatedDevice("gpus", DRIVER, pool or USUAL_POOL[s], f"{s}-gpu-{i}"),
+    st.sampled_from(SLICES),
+    st.integers(0, 3),
+    st.sampled_from([None] * 4 + POOLS),
+)
+
+claims = st.builds(
+    ClaimRecord,
+    namespace=st.just("openrl"),
+    name=st.sampled_from(["c0", "c1", "c2", "c3", "c4"]),
+    uid=st.just("uid"),
+    requests=st.just(()),
+    allocated=st.just(True),
+    devices=st.lists(allocated, min_size=1, max_size=3).map(tuple),
+    reserved_for=st.sampled_from([(), (ClaimConsumer("pods", "a", None),)]),
+    created=st.none(),
+    deleting=st.just(False),
+)
+
+rules = st.builds(
+    TaintRuleRecord,
+    name=st.sampled_from(["r0", "r1"]),
+    uid=st.just("uid"),
+    taint=st.builds(DeviceTaint, key=st.just("rule"), effect=st.sampled_from(EFFECTS)),
+    selects=st.booleans(),
+    pool=st.sampled_from([None, *POOLS]),
+    device=st.sampled_from([None, "s0-gpu-0", "s1-gpu-1"]),
+    device_class=st.sampled_from([None, None, "gpu.nvidia.com"]),
+)
+
+records = st.one_of(nodes, pods, slices(), claims, rules)
+# ("put", record) | ("delete", kind, key) | ("snapshot",)
+KINDS = {"nodes": NODES, "pods": ["a", "b", "c", "d"], "resourceslices": SLICES,
+         "resourceclaims": ["c0", "c1", "c2", "c3", "c4"], "devicetaintrules": ["r0", "r1"]}  # fmt: skip
+NAMESPACED = {"pods", "resourceclaims"}
+deletes = st.sampled_from(sorted(KINDS)).flatmap(
+    lambda kind: st.tuples(st.just("delete"), st.just(kind), st.sampled_from(KINDS[kind]))
+)
+ops = st.lists(
+    st.one_of(st.tuples(st.just("put"), records), deletes, st.just(("snapshot",))),
+    min_size=8,
+    max_size=40,
+)
+
+
+def apply(twin: MemoryKubernetesSource, op: tuple[Any, ...]) -> None:
+    if op[0] == "put":
+        twin.put(op[1])
+    elif op[0] == "delete":
+        kind, name = op[1], op[2]
+        twin.remove(kind, ObjectKey("openrl" if kind in NAMESPACED else "", name))
+    else:
+        twin.view.gpu_snapshot()
+
+
+def comparable(snap: GpuSnapshot) -> tuple[Any, ...]:
+    return (dict(snap.nodes), snap.total, snap.by_product, snap.node_count)
+
+
+def from_scratch(view: ClusterView) -> GpuSnapshot:
+    """Views over the same stores, built whole (unwatched views rebuild from scratch)."""
+    fresh = ClusterView(
+        pods=view.pods, nodes=view.nodes, slices=view.slices, claims=view.claims,
+        taint_rules=view.taint_rules,
+    )  # fmt: skip
+    return fresh.gpu_snapshot()
+
+
+def check_against_per_request(view: ClusterView, snap: GpuSnapshot) -> None:
+    """What the resolvers computed on every request before the views existed."""
+    index = GpuIndex(view.slices.values(), view.taint_rules.values())
+    held = {k for k in index.by_key if view.claims.keys_for("device", k)}
+    by_node: dict[str, list[GpuDevice]] = {}
+    for g in index.devices:
+        by_node.setdefault(g.node_name or "", []).append(g)
+    names = sorted({n.name for n in view.nodes.values()} | {n for n in by_node if n})
+    per_node = []
+    for name in names:
+        pods_here = [view.pods.get(k) for k in view.pods.keys_for("node", name)]
+        node = view.nodes.get(ObjectKey("", name))
+        gpus = by_node.get(name, [])
+        per_node.append(node_capacity(name, node, gpus, held, [p for p in pods_here if p]))
+        assert snap.gpus_on(name) == tuple(gpus)
+    for cap in per_node:
+        assert snap.node_capacity(cap.node) == cap
+    conditions = {c.node: c.condition for c in per_node}
+    assert snap.by_product == by_product(per_node, index.devices, held, conditions)
+    assert snap.node_count == len(names)
+    assert snap.total == sum((c.counts for c in per_node), type(snap.total)())
+    for g in index.devices:
+        claim_keys = sorted(view.claims.keys_for("device", g.key))
+        assert snap.holders(g) == tuple(view.claims.get(k) for k in claim_keys)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops, st.lists(records, max_size=25))
+def test_incremental_views_equal_a_recomputation(
+    sequence: list[tuple[Any, ...]], relisted: list[Any]
+) -> None:
+    twin = MemoryKubernetesSource()
+    for op in sequence:
+        apply(twin, op)
+    snap = twin.view.gpu_snapshot()
+    assert comparable(snap) == comparable(from_scratch(twin.view))
+    check_against_per_request(twin.view, snap)
+
+    # A relist (after a 410, or the resync period) replaces each store wholesale.
+    v = twin.view
+    stores: dict[type, Any] = {
+        NodeRecord: v.nodes, PodRecord: v.pods, SliceRecord: v.slices,
+        ClaimRecord: v.claims, TaintRuleRecord: v.taint_rules,
+    }  # fmt: skip
+    for record_type, store in stores.items():
+        store.replace([r for r in relisted if isinstance(r, record_type)])
+    after = twin.view.gpu_snapshot()
+    assert after.version >= snap.version  # the same snapshot when nothing changed
+    assert comparable(after) == comparable(from_scratch(twin.view))
+    check_against_per_request(twin.view, after)
+
+
+def test_a_snapshot_never_changes_once_taken() -> None:
+    node = NodeRecord("n0", {}, None, None, True, False, (), (), None)
+    twin = MemoryKubernetesSource([node])
+    first = twin.view.gpu_snapshot()
+    assert twin.view.gpu_snapshot() is first  # nothing changed: the same snapshot
+    twin.put(NodeRecord("n1", {}, None, None, True, False, (), (), None))
+    second = twin.view.gpu_snapshot()
+    assert second is not first and set(first.nodes) == {"n0"} and set(second.nodes) == {"n0", "n1"}
+    assert first.node_count == 1 and second.node_count == 2
+
+
+def test_rules_and_claims_after_a_snapshot_move_the_counts() -> None:
+    device = GpuDevice(
+        DRIVER, "p0", 1, "n0", "gpu-0", "gpu", "GPU-0", 0, 0, "NVIDIA-H200", None, None,
+        None, None, "s0",
+    )  # fmt: skip
+    node = NodeRecord("n0", {}, None, None, True, False, (), (), None)
+    twin = MemoryKubernetesSource([node, SliceRecord("s0", DRIVER, "p0", 1, "n0", (device,))])
+    assert twin.view.gpu_snapshot().total.free == 1
+    rule = TaintRuleRecord("drain", "uid", DeviceTaint("drain", "NoSchedule"), True, pool="p0")
+    twin.put(rule)
+    snap = twin.view.gpu_snapshot()
+    assert snap.total.unhealthy == 1 and snap.gpus_on("n0")[0].taints == (rule.taint,)
+    twin.remove("devicetaintrules", ObjectKey("", "drain"))
+    claim = ClaimRecord(
+        "openrl", "c0", "uid", (), True, (AllocatedDevice("gpus", DRIVER, "p0", "gpu-0"),),
+        (ClaimConsumer("pods", "a", None),), None, False,
+    )  # fmt: skip
+    twin.put(claim)
+    snap = twin.view.gpu_snapshot()
+    assert snap.total.held == 1 and snap.holders(device) == (claim,)
+    # An older generation's slice of the pool never counts.
+    twin.put(SliceRecord("s-old", DRIVER, "p0", 0, "n0", (device,)))
+    assert twin.view.gpu_snapshot().total.total == 1
+    twin.remove("resourceclaims", ObjectKey("openrl", "c0"))
+    snap = twin.view.gpu_snapshot()
+    assert snap.total.free == 1 and snap.holders(device) == ()
+    assert snap.by_product[0].product == "NVIDIA-H200" and snap.by_product[0].nodes == 1
