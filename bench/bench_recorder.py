@@ -35,6 +35,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import workload
 from openrl_inspect.recorder import (
     AsyncRecorder,
     Recorder,
@@ -44,7 +45,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work, remote
+from workload import calibrate, cpu_work, gpu_await, gpu_wait, remote
 
 KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
 
@@ -209,7 +210,7 @@ async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, gpu_
     for b in range(batches):
         t0 = time.perf_counter()
         cpu_work(work)
-        await asyncio.sleep(gpu_s)
+        await gpu_await(gpu_s)
         if rec is not None:
             oid = f"sample-{b}"
             rec.op_started("model-1", oid, "sampler-0")
@@ -265,7 +266,7 @@ def trainer_round(
                 rec.op_enqueued("model-1", oid)
                 rec.op_started("model-1", oid, "trainer-0")
             cpu_work(work)  # Python side of the op: data, kernel launches
-            time.sleep(gpu_s)  # the GPU: the GIL is released
+            gpu_wait(gpu_s)  # the GPU: the GIL is released
             if rec is not None:
                 rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
         if rec is not None:
@@ -307,6 +308,7 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
 def main(args: argparse.Namespace) -> None:
     global FLUSHER
     FLUSHER = args.flusher
+    workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     try:
         url = server.url
@@ -332,7 +334,7 @@ def main(args: argparse.Namespace) -> None:
         server.cleanup()
     print(
         f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''}, "
-        f"flusher={args.flusher})"
+        f"flusher={args.flusher}, gpu-wait={args.gpu_wait})"
     )
     print(
         f"{platform.python_implementation()} {platform.python_version()}, "
@@ -346,6 +348,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
+    parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
     ns = parser.parse_args()
     if ns.rounds < 7 and not ns.quick:
         parser.error("--rounds: at least 7 alternating rounds for the gates")

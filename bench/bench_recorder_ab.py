@@ -31,9 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import workload
 from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderSettings, WorkerInfo
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work, remote
+from workload import calibrate, cpu_work, gpu_await, gpu_wait, remote
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -134,19 +135,6 @@ class Probe:
         return cpu / max(1, records) * 1e6, sw / dt
 
 
-def gpu_wait(seconds: float) -> None:
-    """The trainer's wait on its GPU: asleep (``time.sleep``), or spinning as a CUDA
-    synchronize does by default while a core is free, with the GIL released between
-    looks (``--gpu-wait spin``: no wake-up latency, the noise a sleeping wait brings
-    on a shared machine; see the A/A runs in docs/benchmarks.md)."""
-    if not SPIN:
-        time.sleep(seconds)
-        return
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        time.sleep(0)
-
-
 def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: bool) -> Any:
     step_times: list[float] = []
     work_times: list[float] = []
@@ -220,7 +208,7 @@ async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, firs
     t = time.perf_counter()
     for b in range(first, first + batches):
         t0 = time.perf_counter()
-        await asyncio.sleep(0.008)
+        await gpu_await(0.008)
         lateness.append(time.perf_counter() - t0 - 0.008)
         cpu_work(work)
         if rec is not None:
@@ -281,12 +269,12 @@ BLOCKS = 6
 # --null: both sides leave the recorder uncalled (it still runs): the spread this
 # measurement has with nothing to find, the floor any gate is read against.
 NULL = False
-SPIN = False  # --gpu-wait spin
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, NULL, SPIN
-    FLUSHER, NULL, SPIN = args.flusher, args.null, args.gpu_wait == "spin"
+    global FLUSHER, NULL
+    FLUSHER, NULL = args.flusher, args.null
+    workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     remote(server)
     try:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any
+
+# --gpu-wait spin: the caller's wait on its GPU spins instead of sleeping.
+SPIN = False
 
 
 def cpu_work(n: int) -> int:
@@ -36,3 +40,28 @@ def remote(server: Any) -> None:
     """
     if server.proc is not None:
         os.setpriority(os.PRIO_PROCESS, server.proc.pid, 19)
+
+
+def gpu_wait(seconds: float) -> None:
+    """A trainer's wait on its GPU: asleep (``time.sleep``), or with ``SPIN`` spinning as
+    a CUDA synchronize does by default while a core is free, the GIL released between
+    looks. Spinning has no wake-up latency, the noise a sleeping wait brings on a shared
+    machine (see the A/A runs in docs/benchmarks.md)."""
+    if not SPIN:
+        time.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        time.sleep(0)
+
+
+async def gpu_await(seconds: float) -> None:
+    """A sampler's await on its GPU: ``asyncio.sleep``, or with ``SPIN`` a loop that
+    keeps polling (``asyncio.sleep(0)``) until the time is up, as an engine busy-polling
+    its outputs does."""
+    if not SPIN:
+        await asyncio.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:  # noqa: ASYNC110  # the busy poll is the point
+        await asyncio.sleep(0)
