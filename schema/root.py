@@ -103,7 +103,7 @@ class InspectorSchema(strawberry.Schema):
             log.debug("graphql error at %s: %s", error.path, error.message)
 
 
-def build_schema(limits: Limits | None = None) -> strawberry.Schema:
+def build_schema(limits: Limits | None = None) -> InspectorSchema:
     limits = limits or Limits()
     extensions: list[type[SchemaExtension] | Callable[[], SchemaExtension]] = [
         CodedErrors,
