@@ -352,3 +352,45 @@ def test_what_the_fast_path_leaves_to_the_stock_one_is_counted(world: World) -> 
     assert stats.fallbacks["Step.ops"] > fallbacks.get("Step.ops", 0)
     assert stats.fallbacks["Op.health"] > fallbacks.get("Op.health", 0)
     assert "Op.id" not in stats.fallbacks and "Connection.nodes" not in stats.fallbacks
+
+
+def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openrl_inspect import cli, jsonlog, server
+    from openrl_inspect.app import create_app
+
+    calls: list[Any] = []
+    built: list[Limits] = []
+
+    def app(backends: Any, limits: Limits, *rest: Any, **named: Any) -> Any:
+        built.append(limits)
+        return create_app(backends, limits, *rest, **named)
+
+    monkeypatch.setattr(server, "serve", lambda *a: calls.append(a[-1]))
+    monkeypatch.setattr(jsonlog, "configure", lambda level: None)
+    monkeypatch.setattr("openrl_inspect.app.create_app", app)
+    port = ["--port", "1"]  # never bound: serve is replaced
+    quiet = {"OPENRL_INSPECT_OPEN_BROWSER": "false"}
+    assert cli.main(["demo", *port], quiet) == 0
+    assert built[-1].execution == "fast" and calls[-1] == server.GcSettings()
+    env = {**quiet, "OPENRL_INSPECT_EXECUTION": "stock", "OPENRL_INSPECT_GC_FREEZE": "false"}
+    env["OPENRL_INSPECT_GC_THRESHOLD"] = "0"
+    assert cli.main(["demo", *port], env) == 0
+    assert built[-1].execution == "stock"
+    assert calls[-1] == server.GcSettings(freeze=False, threshold=0)
+    assert cli.main(["demo", *port], {**quiet, "OPENRL_INSPECT_EXECUTION": "quick"}) == 2
+    with pytest.raises(ValueError, match="stock' or 'fast"):
+        build_schema(Limits(execution="quick"))
+
+
+def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
+    import gc
+
+    from openrl_inspect.server import GcSettings, tune_gc
+
+    before = gc.get_threshold()
+    try:
+        tune_gc(GcSettings(freeze=True, threshold=12_345))
+        assert gc.get_threshold() == (12_345, *before[1:]) and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
