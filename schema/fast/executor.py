@@ -30,7 +30,15 @@ from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, gather_with_cancel
 from openrl_inspect.schema.fast.lists import complete_list
-from openrl_inspect.schema.fast.plan import FieldPlan, Kind, Shape, plan_field, plan_typename
+from openrl_inspect.schema.fast.plan import (
+    NOT_DONE,
+    FieldPlan,
+    Kind,
+    Shape,
+    leaf_value,
+    plan_field,
+    plan_typename,
+)
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 _Level = list[tuple[str, FieldDetailsList, FieldPlan | None]]
@@ -122,14 +130,18 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
                         )
                         results[name] = None
                         continue
-                    if shape.kind is Kind.LEAF and value is not None:
-                        done = _leaf(shape, value, is_awaitable)
-                        if done is not _NOT_DONE:
+                    if value is None:
+                        if not shape.non_null:
+                            results[name] = None
+                            continue
+                    elif shape.kind is Kind.LEAF:
+                        if type(value) is shape.passthrough:
+                            results[name] = value
+                            continue
+                        done = leaf_value(shape, value, is_awaitable)
+                        if done is not NOT_DONE:
                             results[name] = done
                             continue
-                    elif value is None and not shape.non_null:
-                        results[name] = None
-                        continue
                     result = self.complete_planned(
                         plan, parent_type, details, Path(path, name, parent_type.name), value
                     )
@@ -225,27 +237,6 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as raw:
             self.handle_field_error(raw, shape.type, details, path)
             return None
-
-
-class _NotDone:
-    pass
-
-
-_NOT_DONE: Any = _NotDone()
-
-
-def _leaf(shape: Shape, value: Any, is_awaitable: Any) -> Any:
-    """A leaf's serialised value, or ``_NOT_DONE`` when the stock path must say why not."""
-    if isinstance(value, Exception) or is_awaitable(value):
-        return _NOT_DONE
-    assert shape.coerce is not None
-    try:
-        coerced = shape.coerce(value)
-    except Exception:
-        return _NOT_DONE  # the stock completion raises it again, located
-    if coerced is None or coerced is Undefined:
-        return _NOT_DONE
-    return coerced
 
 
 def executor_class(stats: ExecutionStats, exception_handlers: bool) -> type[FastExecutor]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphql import GraphQLObjectType, GraphQLResolveInfo, Undefined
+from graphql import GraphQLObjectType, GraphQLResolveInfo
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.pyutils import AwaitableOrValue, Path, gather_with_cancel
-from openrl_inspect.schema.fast.plan import FieldPlan, Kind, Shape
+from openrl_inspect.schema.fast.plan import NOT_DONE, FieldPlan, Kind, Shape, leaf_value
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.fast.executor import FastExecutor
@@ -39,7 +39,6 @@ def complete_list(
     append = results.append
     pending: list[int] = []
     leaf = shape.kind is Kind.LEAF
-    coerce = shape.coerce
     object_type = shape.object_type
     try:
         for index, item in enumerate(items):
@@ -49,13 +48,9 @@ def complete_list(
                     continue
             elif not isinstance(item, Exception) and not is_awaitable(item):
                 if leaf:
-                    assert coerce is not None
-                    try:
-                        coerced = coerce(item)
-                    except Exception:
-                        coerced = None  # the stock completion below raises it, located
-                    if coerced is not None and coerced is not Undefined:
-                        append(coerced)
+                    done = leaf_value(shape, item, is_awaitable)
+                    if done is not NOT_DONE:
+                        append(done)
                         continue
                 else:
                     assert object_type is not None

@@ -10,7 +10,9 @@ Everything else (async resolvers, arguments, ``info``) is left to the stock exec
 
 from __future__ import annotations
 
+import builtins
 import enum
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,10 @@ from graphql import (
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLOutputType,
+    GraphQLScalarType,
+    Undefined,
 )
+from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
@@ -42,6 +47,9 @@ class Shape:
     # The type as declared (with its NonNull), for the stock path and error handling.
     type: GraphQLOutputType
     coerce: Callable[[Any], Any] | None = None  # leaves
+    # A leaf value of exactly this type is its own serialisation (graphql-core's String,
+    # ID and Boolean return a str or bool as it is).
+    passthrough: builtins.type | None = None
     object_type: GraphQLObjectType | None = None  # objects
     item: Shape | None = None  # lists
 
@@ -57,7 +65,8 @@ def shape_of(type_: GraphQLOutputType, nested: bool = False) -> Shape | None:
     non_null = isinstance(type_, GraphQLNonNull)
     inner = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
     if isinstance(inner, GraphQLLeafType):
-        return Shape(Kind.LEAF, non_null, type_, coerce=inner.coerce_output_value)
+        coerce = inner.coerce_output_value
+        return Shape(Kind.LEAF, non_null, type_, coerce=coerce, passthrough=_passthrough(inner))
     if isinstance(inner, GraphQLObjectType):
         # is_type_of needs an info object; Strawberry sets it only with interfaces.
         if inner.is_type_of is not None:
@@ -71,6 +80,39 @@ def shape_of(type_: GraphQLOutputType, nested: bool = False) -> Shape | None:
     return None
 
 
+class _NotDone:
+    pass
+
+
+NOT_DONE: Any = _NotDone()
+
+
+def leaf_value(shape: Shape, value: Any, is_awaitable: Callable[[Any], bool]) -> Any:
+    """A leaf's serialised value, or ``NOT_DONE`` when the stock path must say why not."""
+    if type(value) is shape.passthrough:
+        return value
+    if isinstance(value, Exception) or is_awaitable(value):
+        return NOT_DONE
+    assert shape.coerce is not None
+    try:
+        coerced = shape.coerce(value)
+    except Exception:
+        return NOT_DONE  # the stock completion raises it again, located
+    if coerced is None or coerced is Undefined:
+        return NOT_DONE
+    return coerced
+
+
+def _passthrough(leaf: GraphQLLeafType) -> type | None:
+    if not isinstance(leaf, GraphQLScalarType):
+        return None
+    if leaf.coerce_output_value in (serialize_string, serialize_id):
+        return str
+    if leaf.coerce_output_value is serialize_boolean:
+        return bool
+    return None
+
+
 def _getter(field: StrawberryField, resolve: object) -> Callable[[Any], Any] | None:
     if field.extensions or field.arguments:
         return None
@@ -78,11 +120,7 @@ def _getter(field: StrawberryField, resolve: object) -> Callable[[Any], Any] | N
     if resolver is None:
         if not getattr(resolve, "_is_default", False) or field.default_resolver is not getattr:
             return None
-        name = field.python_name
-
-        def read(source: Any) -> Any:
-            return getattr(source, name)
-
+        read: Callable[[Any], Any] = operator.attrgetter(field.python_name)
         return read
     if (
         resolver.is_async
