@@ -120,7 +120,7 @@ def build_schema(limits: Limits | None = None) -> InspectorSchema:
         # exception handlers, and Strawberry reads the class at each execution.
         schema.execution_stats = ExecutionStats()
         schema.execution_context_class = executor_class(
-            schema.execution_stats, bool(schema.exception_handlers)
+            schema.execution_stats, bool(schema.exception_handlers), schema.config
         )
     elif limits.execution != "stock":
         raise ValueError(f"execution must be 'stock' or 'fast', got {limits.execution!r}")

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from graphql import (
     GraphQLField,
     GraphQLObjectType,
+    GraphQLOutputType,
     GraphQLResolveInfo,
     TypeNameMetaFieldDef,
     Undefined,
@@ -29,6 +30,7 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, gather_with_cancel
+from openrl_inspect.schema.fast.calls import CallPlan, execute_call, plan_call
 from openrl_inspect.schema.fast.lists import complete_list
 from openrl_inspect.schema.fast.plan import (
     NOT_DONE,
@@ -39,9 +41,11 @@ from openrl_inspect.schema.fast.plan import (
     plan_field,
     plan_typename,
 )
+from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.types.info import Info
 
-_Level = list[tuple[str, FieldDetailsList, FieldPlan | None]]
+_Level = list[tuple[str, FieldDetailsList, FieldPlan | CallPlan | None]]
 
 
 @dataclass
@@ -49,6 +53,8 @@ class ExecutionStats:
     """What the fast path answered, and what it left to the stock executor (by field)."""
 
     fast_fields: int = 0
+    # Resolvers of ours called without Strawberry's wrappers (``calls``).
+    direct_calls: int = 0
     fallbacks: Counter[str] = field(default_factory=Counter)
 
 
@@ -56,8 +62,10 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
     """Set per schema by ``executor_class``: the schema's stats and plans."""
 
     stats: ClassVar[ExecutionStats]
-    plans: ClassVar[dict[tuple[str, str], FieldPlan | None]]  # (type, field)
+    plans: ClassVar[dict[tuple[str, str], FieldPlan | CallPlan | None]]  # (type, field)
     exception_handlers: ClassVar[bool]
+    config: ClassVar[StrawberryConfig]
+    info_class: ClassVar[type[Info[Any, Any]]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -78,18 +86,24 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
             if field_def is not None and details[0].fragment_variable_values is None:
                 key = (parent_type.name, field_name)
                 if key not in self.plans:
-                    self.plans[key] = (
-                        plan_typename(field_def, parent_type)
-                        if field_def is TypeNameMetaFieldDef
-                        else plan_field(field_def, self.exception_handlers)
-                    )
+                    self.plans[key] = self._plan(field_def, parent_type)
                 plan = self.plans[key]
             level.append((name, details, plan))
         self._levels[id(fields)] = (fields, level)
         return level
 
+    def _plan(
+        self, field_def: GraphQLField, parent_type: GraphQLObjectType
+    ) -> FieldPlan | CallPlan | None:
+        if field_def is TypeNameMetaFieldDef:
+            return plan_typename(field_def, parent_type)
+        if self.exception_handlers:
+            return None
+        return plan_field(field_def) or plan_call(field_def, self.config)
+
+    # One loop run once per field: its cases stay inline rather than in calls (C901).
     # size: graphql-core's execute_fields with the planned fields answered inline
-    def execute_fields(
+    def execute_fields(  # noqa: C901
         self,
         parent_type: GraphQLObjectType,
         source_value: Any,
@@ -105,7 +119,7 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
         results: dict[str, Any] = {}
         is_awaitable = self.is_awaitable
         pending: list[str] = []
-        fast = 0
+        fast = calls = 0
         try:
             for name, details, plan in level:
                 if plan is None:
@@ -119,7 +133,12 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
                     )
                     if result is Undefined:
                         continue
+                elif type(plan) is CallPlan:
+                    calls += 1
+                    path_ = Path(path, name, parent_type.name)
+                    result = execute_call(self, plan, parent_type, source_value, details, path_)
                 else:
+                    assert type(plan) is FieldPlan
                     fast += 1
                     shape = plan.shape
                     try:
@@ -154,6 +173,7 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
             raise
         finally:
             self.stats.fast_fields += fast
+            self.stats.direct_calls += calls
         if not pending:
             return results
         return self._gather_fields(results, pending)
@@ -184,10 +204,10 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
                     completed = self.collect_and_execute_subfields(
                         shape.object_type, details, path, value, None
                     )
-                    return self._guarded(completed, shape, details, path)
+                    return self.guarded(completed, shape.type, details, path)
                 if shape.kind is Kind.LIST and type(value) is list:
                     items = complete_list(self, plan, parent_type, details, path, value)
-                    return self._guarded(items, shape, details, path)
+                    return self.guarded(items, shape.type, details, path)
             except Exception as raw:
                 self.handle_field_error(raw, shape.type, details, path)
                 return None
@@ -211,7 +231,7 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as raw:
             self.handle_field_error(raw, shape.type, details, path)
             return None
-        return self._guarded(completed, shape, details, path)
+        return self.guarded(completed, shape.type, details, path)
 
     def info(
         self,
@@ -222,24 +242,37 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
     ) -> GraphQLResolveInfo[Any]:
         return self.build_resolve_info(field_def, to_nodes(details), parent_type, path)
 
-    def _guarded(
-        self, completed: Any, shape: Shape, details: FieldDetailsList, path: Path
+    def guarded(
+        self, completed: Any, type_: GraphQLOutputType, details: FieldDetailsList, path: Path
     ) -> AwaitableOrValue[Any]:
+        """``completed``, or when it is awaitable, awaited with the field's error handling."""
         if not self.is_awaitable(completed):
             return completed
-        return self.await_guarded(completed, shape, details, path)
+        return self.await_guarded(completed, type_, details, path)
 
     async def await_guarded(
-        self, completed: Awaitable[Any], shape: Shape, details: FieldDetailsList, path: Path
+        self,
+        completed: Awaitable[Any],
+        type_: GraphQLOutputType,
+        details: FieldDetailsList,
+        path: Path,
     ) -> Any:
         try:
             return await completed
         except Exception as raw:
-            self.handle_field_error(raw, shape.type, details, path)
+            self.handle_field_error(raw, type_, details, path)
             return None
 
 
-def executor_class(stats: ExecutionStats, exception_handlers: bool) -> type[FastExecutor]:
+def executor_class(
+    stats: ExecutionStats, exception_handlers: bool, config: StrawberryConfig
+) -> type[FastExecutor]:
     """A ``FastExecutor`` for one schema, counting into ``stats``."""
-    attrs = {"stats": stats, "plans": {}, "exception_handlers": exception_handlers}
+    attrs = {
+        "stats": stats,
+        "plans": {},
+        "exception_handlers": exception_handlers,
+        "config": config,
+        "info_class": config.info_class,
+    }
     return type("SchemaFastExecutor", (FastExecutor,), attrs)

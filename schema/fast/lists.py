@@ -104,7 +104,7 @@ def _object_item(
         results.append(None)
         return False
     if executor.is_awaitable(completed):
-        results.append(executor.await_guarded(completed, shape, details, item_path))
+        results.append(executor.await_guarded(completed, shape.type, details, item_path))
         return True
     results.append(completed)
     return False

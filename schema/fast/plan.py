@@ -149,9 +149,9 @@ def plan_typename(field_def: GraphQLField, parent_type: GraphQLObjectType) -> Fi
     return FieldPlan(field_def, read, shape)
 
 
-def plan_field(field_def: GraphQLField, has_exception_handlers: bool) -> FieldPlan | None:
+def plan_field(field_def: GraphQLField) -> FieldPlan | None:
     """The fast plan for ``field_def``, or ``None`` when the stock executor runs it."""
-    if has_exception_handlers or field_def.args or field_def.subscribe is not None:
+    if field_def.args or field_def.subscribe is not None:
         return None
     field = (field_def.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
     if not isinstance(field, StrawberryField):
