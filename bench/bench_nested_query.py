@@ -92,9 +92,11 @@ async def timed(client: httpx.AsyncClient, payload: dict[str, Any]) -> tuple[flo
 def floors(
     body: dict[str, Any], plain: graphql.GraphQLSchema, variables: Any
 ) -> tuple[float, float]:
-    t = time.perf_counter()
-    orjson.dumps(body)
-    ser = time.perf_counter() - t
+    ser = float("inf")
+    for _ in range(3):  # the floor: its best of three, as one dump is noisy under load
+        t = time.perf_counter()
+        orjson.dumps(body)
+        ser = min(ser, time.perf_counter() - t)
     document = graphql.parse(QUERY)
     t = time.perf_counter()
     result = graphql.execute_sync(plain, document, body["data"], variable_values=variables)
