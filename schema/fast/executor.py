@@ -45,6 +45,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types.info import Info
 
+MIDDLEWARE = "(every field: schema middleware)"
 _Level = list[tuple[str, FieldDetailsList, FieldPlan | CallPlan | None]]
 
 
@@ -72,7 +73,11 @@ class FastExecutor(StrawberryGraphQLCoreExecutionContext):
         # id(grouped field set) -> (the set, kept alive so its id is not reused; plan)
         self._levels: dict[int, tuple[GroupedFieldSet, _Level]] = {}
         manager = self.middleware_manager
+        # An extension resolving fields (middleware) must see every field: the whole
+        # operation then runs on the stock path, counted once.
         self._fast = manager is None or not manager.middlewares
+        if not self._fast:
+            self.stats.fallbacks[MIDDLEWARE] += 1
 
     def _level(self, parent_type: GraphQLObjectType, fields: GroupedFieldSet) -> _Level:
         known = self._levels.get(id(fields))

@@ -396,3 +396,21 @@ def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
+    from openrl_inspect.schema.fast.executor import MIDDLEWARE
+    from strawberry.extensions import SchemaExtension
+
+    class Upper(SchemaExtension):
+        def resolve(self, _next: Any, root: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
+            value = _next(root, info, *args, **kwargs)
+            return value.upper() if isinstance(value, str) else value
+
+    schema = build_schema(Limits(single_flight=False))
+    schema.extensions = (*schema.extensions, Upper)
+    stats = schema.execution_stats
+    assert stats is not None
+    result = asyncio.run(schema.execute("{ __typename }"))
+    assert result.data == {"__typename": "QUERY"} and stats.fallbacks[MIDDLEWARE] == 1
+    assert stats.fast_fields == 0
