@@ -203,6 +203,7 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
             "registered_only": getattr(args, "registered_only", None),
+            "execution": _execution(env),
         },
     )
     if args.command == "export-schema":
@@ -214,6 +215,18 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
         return terminal.run(args, env, limits)
     return _serve(args, env, limits)
+
+
+def _execution(env: Mapping[str, str]) -> str | None:
+    """``OPENRL_INSPECT_EXECUTION``: ``fast`` (the default) or ``stock`` (``schema.fast``)."""
+    value = env.get("OPENRL_INSPECT_EXECUTION")
+    if value is None:
+        return None
+    if value.strip().lower() not in ("stock", "fast"):
+        raise settings.SettingsError(
+            f"OPENRL_INSPECT_EXECUTION: expected 'stock' or 'fast', got {value!r}"
+        )
+    return value.strip().lower()
 
 
 def _export_schema(args: argparse.Namespace, limits: Limits) -> int:
@@ -245,6 +258,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
         {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
     )
     health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
+    gc_settings = settings.load(server.GcSettings, "OPENRL_INSPECT_GC_", env)
     app, warnings = _app(args, env, limits, listen, http, health)
     url = browsable_url(listen.host, listen.port)
     opening = args.command == "demo" and _opens_browser(args, env)
@@ -264,7 +278,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> 
     jsonlog.configure(listen.log_level)
     for warning in warnings:
         logging.getLogger("openrl_inspect.auth").warning(warning)
-    server.serve(app, listen.host, listen.port, listen.log_level, http)
+    server.serve(app, listen.host, listen.port, listen.log_level, http, gc_settings)
     return 0
 
 

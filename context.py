@@ -61,6 +61,11 @@ class Limits:
     # Summaries read a model's rollup (one read) where the recorder kept one; off: they
     # scan every op of the steps summarised, as before rollups (for comparisons).
     use_rollups: bool = True
+    # "fast": plain fields are read and serialised by the schema's own executor
+    # (``schema.fast``); "stock": graphql-core's and Strawberry's per-field path for
+    # every field. Both answer byte for byte alike (tests/api/test_fast_execution.py).
+    # Set by ``OPENRL_INSPECT_EXECUTION`` (``server.Runtime``).
+    execution: str = "fast"
 
 
 def _raw_query_off() -> RawQuerySettings:

@@ -6,11 +6,20 @@ connects and never sends, or sends its headers a byte at a time, holds a connect
 for as long as it likes. ``GuardedH11Protocol`` gives the request line and headers a
 deadline from the moment the connection opens (or the previous response ends) that
 arriving bytes do not extend. The body has its own deadline in ``RequestGuard``.
+
+Once started (the app's lifespan has opened the backends), the objects made so far are
+frozen out of the garbage collector's scans and its first generation is given more
+room (``GcSettings``): a large answer allocates hundreds of thousands of objects that
+hold no cycles, and CPython's default of 700 allocations per collection spent a third
+of such a request scanning (docs/benchmarks.md, "Nested query").
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import socket
+from dataclasses import dataclass
 from typing import Any
 
 import h11
@@ -62,7 +71,42 @@ def protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
     return type("Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
 
 
-def serve(app: Any, host: str, port: int, log_level: str, http: HttpSettings) -> None:
+@dataclass(frozen=True)
+class GcSettings:
+    """The garbage collector once serving. Env prefix ``OPENRL_INSPECT_GC_``."""
+
+    # gc.freeze() after start-up: the modules, the schema and the backends' clients are
+    # never scanned again.
+    freeze: bool = True
+    # Allocations (net of frees) between first-generation collections; 0 keeps
+    # CPython's 700. Measured: bench/bench_nested_query.py --gc.
+    threshold: int = 50_000
+
+
+def tune_gc(settings: GcSettings) -> None:
+    if settings.freeze:
+        gc.collect()
+        gc.freeze()
+    if settings.threshold > 0:
+        gc.set_threshold(settings.threshold, *gc.get_threshold()[1:])
+
+
+class _Server(uvicorn.Server):
+    gc_settings = GcSettings()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        tune_gc(self.gc_settings)
+
+
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    log_level: str,
+    http: HttpSettings,
+    gc_settings: GcSettings | None = None,
+) -> None:
     """Run ``app`` until interrupted; logging is already configured (``jsonlog``)."""
     config = uvicorn.Config(
         app,
@@ -76,4 +120,6 @@ def serve(app: Any, host: str, port: int, log_level: str, http: HttpSettings) ->
         timeout_keep_alive=max(1, round(http.keep_alive_s)),
         h11_max_incomplete_event_size=http.max_header_bytes,
     )
-    uvicorn.Server(config).run()
+    runner = _Server(config)
+    runner.gc_settings = gc_settings or GcSettings()
+    runner.run()

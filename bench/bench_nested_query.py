@@ -1,29 +1,43 @@
 """Benchmark: sessions -> models -> steps -> ops at 1,000 models x 20 steps x 4 ops.
 
 Starts its own redis-server on a free loopback port, fills it through the recorder from
-the simulator, then runs the nested query through the ASGI app N times and reports the
-median latency, Redis round trips per query, and the ratio to serialising the same
-result with orjson.
+the simulator, then runs the nested query through the ASGI app on each execution path
+(``Limits.execution``: stock and fast) and, with ``--gc``, each garbage-collector
+setting, alternating the order round by round. In every round it also measures two
+floors on the same answer: ``orjson.dumps`` of it, and stock graphql-core executing the
+same document over the answer as plain dicts with its default resolvers (no Strawberry,
+no backend). Reported: per variant the median latency and its [min - max] spread over
+the rounds, the median per-round ratio to the orjson floor (with its spread), Redis
+round trips per query; every variant's response bytes must be identical.
 
-    .venv/bin/python bench/bench_nested_query.py [--runs 7] [--sessions 50] [--models 20]
+    .venv/bin/python bench/bench_nested_query.py [--rounds 7] [--sessions 50] [--models 20]
+    .venv/bin/python bench/bench_nested_query.py --gc default,frozen,frozen-50000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
 import platform
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import graphql
+import httpx
 import orjson
 import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.context import Limits
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
 from support.redis_server import RedisServer
@@ -37,9 +51,65 @@ query($s: Int!, $m: Int!, $st: Int!, $o: Int!) {
           queueWaitSeconds durationSeconds workerId } } } } } } } }
 }
 """
+SDL = Path(__file__).resolve().parents[1] / "schema.graphql"
+DEFAULT_THRESHOLD = gc.get_threshold()
 
 
+def set_gc(name: str) -> None:
+    """``default`` (CPython's), ``frozen`` (gc.freeze, default thresholds) or
+    ``frozen-N`` (gc.freeze and a generation-0 threshold of N)."""
+    gc.collect()
+    if name == "default":
+        gc.unfreeze()
+        gc.set_threshold(*DEFAULT_THRESHOLD)
+        return
+    gc.freeze()
+    threshold = int(name.split("-")[1]) if "-" in name else DEFAULT_THRESHOLD[0]
+    gc.set_threshold(threshold, *DEFAULT_THRESHOLD[1:])
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".0f") -> str:
+    s = [v * scale for v in values]
+    return f"{statistics.median(s):{fmt}} [{min(s):{fmt}} - {max(s):{fmt}}]"
+
+
+@asynccontextmanager
+async def clients(store: RedisStateStore, modes: list[str]) -> AsyncIterator[dict[str, Any]]:
+    async with AsyncExitStack() as stack:
+        out = {}
+        for mode in modes:
+            limits = Limits(execution=mode)
+            out[mode] = await stack.enter_async_context(app_client(store, limits))
+        yield out
+
+
+async def timed(client: httpx.AsyncClient, payload: dict[str, Any]) -> tuple[float, bytes]:
+    t = time.perf_counter()
+    resp = await client.post("/api/v1/inspect/graphql", json=payload)
+    return time.perf_counter() - t, resp.content
+
+
+def floors(
+    body: dict[str, Any], plain: graphql.GraphQLSchema, variables: Any
+) -> tuple[float, float]:
+    ser = float("inf")
+    for _ in range(3):  # the floor: its best of three, as one dump is noisy under load
+        t = time.perf_counter()
+        orjson.dumps(body)
+        ser = min(ser, time.perf_counter() - t)
+    document = graphql.parse(QUERY)
+    t = time.perf_counter()
+    result = graphql.execute_sync(plain, document, body["data"], variable_values=variables)
+    dicts = time.perf_counter() - t
+    assert result.errors is None and result.data == body["data"], result.errors
+    return ser, dicts
+
+
+# size: the benchmark's one procedure, read top to bottom
 async def main(args: argparse.Namespace) -> None:
+    modes = args.modes.split(",")
+    gcs = args.gc.split(",")
+    variants = [(m, g) for g in gcs for m in modes]
     server = RedisServer().start()
     try:
         writer = aioredis.Redis.from_url(server.url, decode_responses=True)
@@ -61,55 +131,82 @@ async def main(args: argparse.Namespace) -> None:
             aioredis.Redis.from_url(server.url, decode_responses=True), timeout_s=args.timeout
         )
         variables = {"s": args.sessions, "m": args.models, "st": args.steps, "o": args.ops}
-        latencies, trips = [], []
-        async with app_client(store) as client:
-            payload = {"query": QUERY, "variables": variables}
-            await client.post("/api/v1/inspect/graphql", json=payload)  # warm-up
-            for _ in range(args.runs):
-                before = store.trips.count
-                t = time.perf_counter()
-                resp = await client.post("/api/v1/inspect/graphql", json=payload)
-                latencies.append(time.perf_counter() - t)
-                trips.append(store.trips.count - before)
-            body = resp.json()
+        payload = {"query": QUERY, "variables": variables}
+        plain = graphql.build_schema(SDL.read_text(encoding="utf-8"))
+        latencies: dict[tuple[str, str], list[float]] = {v: [] for v in variants}
+        trips: dict[str, set[int]] = {m: set() for m in modes}
+        ser: list[float] = []
+        dicts: list[float] = []
+        async with clients(store, modes) as by_mode:
+            for mode in modes:  # warm-up, and the answers must agree byte for byte
+                _, content = await timed(by_mode[mode], payload)
+                if mode == modes[0]:
+                    reference = content
+                assert content == reference, f"{mode} answers differently"
+            body = orjson.loads(reference)
+            assert "errors" not in body, body["errors"][:2]
+            for r in range(args.rounds):
+                order = variants if r % 2 == 0 else variants[::-1]
+                for mode, gc_name in order:
+                    set_gc(gc_name)
+                    before = store.trips.count
+                    elapsed, content = await timed(by_mode[mode], payload)
+                    trips[mode].add(store.trips.count - before)
+                    assert content == reference
+                    latencies[(mode, gc_name)].append(elapsed)
+                set_gc("default")
+                s, d = floors(body, plain, variables)
+                ser.append(s)
+                dicts.append(d)
         await store.aclose()
-        assert "errors" not in body, body["errors"][:2]
         data = body["data"]
+        models = sum(len(s["models"]["nodes"]) for s in data["sessions"]["nodes"])
         ops = sum(
             len(st["ops"]["nodes"])
             for s in data["sessions"]["nodes"]
             for m in s["models"]["nodes"]
             for st in m["steps"]["nodes"]
         )
-        models = sum(len(s["models"]["nodes"]) for s in data["sessions"]["nodes"])
-        ser = []
-        for _ in range(args.runs):
-            t = time.perf_counter()
-            orjson.dumps(body)
-            ser.append(time.perf_counter() - t)
-        med, med_ser = statistics.median(latencies), statistics.median(ser)
-        print(f"machine: {platform.machine()}, {platform.python_version()}, {platform.node()}")
+        load = os.getloadavg()
+        print(f"machine: {platform.machine()}, {platform.python_version()}, {os.cpu_count()} CPUs")
+        print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         print(
-            f"filled {models} models / {ops} ops in {fill_s:.1f}s; response {len(resp.content)} bytes"
+            f"filled {models} models / {ops} ops in {fill_s:.1f}s; response {len(reference)} bytes"
         )
+        print(f"rounds: {args.rounds}, order alternating; median [min - max]")
+        print("| variant | latency, ms | ratio to orjson | Redis round trips |")
+        print("|---|---|---|---|")
+        for variant, lat in latencies.items():
+            ratios = [a / b for a, b in zip(lat, ser, strict=True)]
+            mode, gc_name = variant
+            name = mode if len(gcs) == 1 else f"{mode}, gc {gc_name}"
+            print(f"| {name} | {spread(lat, 1e3)} | {spread(ratios)}x | {sorted(trips[mode])} |")
+        plain_ratios = [a / b for a, b in zip(dicts, ser, strict=True)]
         print(
-            f"| nested query median | {med * 1e3:.0f} ms (min {min(latencies) * 1e3:.0f}, max {max(latencies) * 1e3:.0f}, n={args.runs}) |"
+            f"| graphql-core over plain dicts | {spread(dicts, 1e3)} | {spread(plain_ratios)}x | - |"
         )
-        print(
-            f"| Redis round trips per query | {statistics.median(trips):.0f} (all runs: {sorted(set(trips))}) |"
-        )
-        print(f"| orjson.dumps of the same result | {med_ser * 1e3:.1f} ms |")
-        print(f"| ratio query / orjson | {med / med_ser:.0f}x |")
+        print(f"| orjson.dumps of the answer | {spread(ser, 1e3, '.1f')} | 1x | - |")
+        if "stock" in modes and "fast" in modes:
+            for gc_name in gcs:
+                gains = [
+                    s / f
+                    for s, f in zip(
+                        latencies[("stock", gc_name)], latencies[("fast", gc_name)], strict=True
+                    )
+                ]
+                print(f"stock / fast per round (gc {gc_name}): {spread(gains, 1, '.2f')}")
     finally:
         server.cleanup()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--ops", type=int, default=4)
+    parser.add_argument("--modes", default="stock,fast", help="execution paths, comma-separated")
+    parser.add_argument("--gc", default="default", help="gc settings, comma-separated (set_gc)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per Redis round trip")
     asyncio.run(main(parser.parse_args()))

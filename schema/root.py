@@ -15,6 +15,7 @@ from openrl_inspect.schema.admission import admission, refusal
 from openrl_inspect.schema.cluster.query import ClusterQuery
 from openrl_inspect.schema.errors import CodedErrors, coded
 from openrl_inspect.schema.exposure import HideSuggestions
+from openrl_inspect.schema.fast import ExecutionStats, executor_class
 from openrl_inspect.schema.metrics.query import MetricsQuery
 from openrl_inspect.schema.sharing import flight_key
 from openrl_inspect.schema.state.query import StateQuery
@@ -42,6 +43,9 @@ class InspectorSchema(strawberry.Schema):
 
     deadline_s: float = 0.0
     flights: Flights[Hashable, ExecutionResult] | None = None
+    # What the fast executor answered and left to the stock path (``schema.fast``);
+    # None on the stock path.
+    execution_stats: ExecutionStats | None = None
 
     async def execute(  # Strawberry's signature, passed on whole
         self,
@@ -103,7 +107,7 @@ def _answered(result: ExecutionResult) -> bool:
     return result.data is not None
 
 
-def build_schema(limits: Limits | None = None) -> strawberry.Schema:
+def build_schema(limits: Limits | None = None) -> InspectorSchema:
     limits = limits or Limits()
     extensions: list[type[SchemaExtension] | Callable[[], SchemaExtension]] = [
         CodedErrors,
@@ -115,6 +119,15 @@ def build_schema(limits: Limits | None = None) -> strawberry.Schema:
         # After the rule-adding extensions: HideSuggestions validates with all the rules.
         extensions += [DisableIntrospection, HideSuggestions]
     schema = InspectorSchema(query=Query, extensions=extensions)
+    if limits.execution == "fast":
+        # Set after construction: the executor needs to know whether the schema has
+        # exception handlers, and Strawberry reads the class at each execution.
+        schema.execution_stats = ExecutionStats()
+        schema.execution_context_class = executor_class(
+            schema.execution_stats, bool(schema.exception_handlers), schema.config
+        )
+    elif limits.execution != "stock":
+        raise ValueError(f"execution must be 'stock' or 'fast', got {limits.execution!r}")
     schema.deadline_s = limits.request_deadline_s
     if limits.single_flight:
         # A refusal (BUSY, over the cost limit...) is no answer to hand the next poller.

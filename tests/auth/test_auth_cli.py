@@ -34,8 +34,10 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     pytest set it."""
     calls: list[dict[str, Any]] = []
 
-    def fake_serve(app: Any, host: str, port: int, log_level: str, http: Any) -> None:
-        calls.append({"app": app, "host": host})
+    def fake_serve(
+        app: Any, host: str, port: int, log_level: str, http: Any, gc_settings: Any = None
+    ) -> None:
+        calls.append({"app": app, "host": host, "gc": gc_settings})
 
     monkeypatch.setattr(server, "serve", fake_serve)
     monkeypatch.setattr(jsonlog, "configure", lambda level: None)

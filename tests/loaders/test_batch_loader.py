@@ -73,3 +73,38 @@ async def test_load_many_raises_the_first_failure_in_key_order() -> None:
     assert await loader.load_many([0, 1]) == [0, 1]
     with pytest.raises(ValueError, match=r"^3$"):
         await loader.load_many([3, 1, 2])
+
+
+async def test_a_cancelled_load_many_cancels_its_keys_and_an_abandoned_fetch() -> None:
+    started, finished = asyncio.Event(), False
+
+    async def fetch(keys: list[int]) -> list[int]:
+        nonlocal finished
+        started.set()
+        await asyncio.sleep(10)
+        finished = True
+        return keys
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    waiter = asyncio.ensure_future(loader.load_many([1, 2, 3]))
+    await started.wait()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    futures = [loader.load(k) for k in (1, 2, 3)]  # the cached futures of those keys
+    assert all(f.cancelled() for f in futures)
+    await asyncio.sleep(0.01)
+    assert not finished and loader._task is None
+
+
+async def test_a_key_cancelled_elsewhere_fails_the_load_not_its_waiter() -> None:
+    async def fetch(keys: list[int]) -> list[int]:
+        return keys
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    loader.load(2).cancel()  # another waiter gave up on key 2
+    # As with a gather of the keys: the cancelled key is an outcome, not isolated, so
+    # raised after every key settled; the other keys are answered.
+    with pytest.raises(asyncio.CancelledError):
+        await loader.load_each([1, 2, 3], LookupError)
+    assert loader.load(1).result() == 1 and loader.load(3).result() == 3
