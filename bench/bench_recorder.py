@@ -314,22 +314,31 @@ def main(args: argparse.Namespace) -> None:
         url = server.url
         rows = ["| measure | median [q1 - q3] (n) | setting | target |", "|---|---|---|---|"]
         q = args.quick
-        rows += hot_path(url, rounds=5 if q else args.rounds, calls=2_000 if q else 20_000)
-        rows += throughput(url, rounds=3 if q else 5, units=1_000 if q else 8_000)
+        want = set(args.sections.split(","))
+        if "hot" in want:
+            rows += hot_path(url, rounds=5 if q else args.rounds, calls=2_000 if q else 20_000)
+        if "throughput" in want:
+            rows += throughput(url, rounds=3 if q else 5, units=1_000 if q else 8_000)
         remote(server)  # for the gates only: the flush throughput includes Redis's work
         work_1ms = calibrate(0.001)
-        rows += asyncio.run(
-            sampler(
+        if "sampler" in want:
+            rows += asyncio.run(
+                sampler(
+                    url,
+                    rounds=4 if q else args.rounds,
+                    batches=100 if q else 1200,
+                    work=2 * work_1ms,
+                    gpu_s=0.008,
+                )
+            )
+        if "trainer" in want:
+            rows += trainer(
                 url,
                 rounds=4 if q else args.rounds,
-                batches=100 if q else 1200,
-                work=2 * work_1ms,
-                gpu_s=0.008,
+                steps=20 if q else 600,
+                work=work_1ms,
+                gpu_s=0.005,
             )
-        )
-        rows += trainer(
-            url, rounds=4 if q else args.rounds, steps=20 if q else 600, work=work_1ms, gpu_s=0.005
-        )
     finally:
         server.cleanup()
     print(
@@ -349,6 +358,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
+    parser.add_argument(
+        "--sections", default="hot,throughput,sampler,trainer", help="which parts to run"
+    )
     ns = parser.parse_args()
     if ns.rounds < 7 and not ns.quick:
         parser.error("--rounds: at least 7 alternating rounds for the gates")
