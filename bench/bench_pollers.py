@@ -73,9 +73,6 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
 
 
-ARMS: tuple[str, ...] = ("off", "on")  # --arms
-
-
 @dataclass
 class Round:
     arm: str
@@ -136,7 +133,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def report(rounds: list[Round]) -> None:
+def report(rounds: list[Round], arms: tuple[str, ...]) -> None:
     print(
         "| round | single flight | answers | answers/s | errors | p50 ms | p99 ms | Redis cmds/answer |"
     )
@@ -149,7 +146,7 @@ def report(rounds: list[Round]) -> None:
             f"| {i} | {r.arm} | {n} | {n / r.elapsed:.1f} | {errs} {r.errors or ''} | "
             f"{pct(r.latencies, 0.5) * 1e3:.0f} | {pct(r.latencies, 0.99) * 1e3:.0f} | {per:.0f} |"
         )
-    for arm in ARMS:
+    for arm in arms:
         mine = [r for r in rounds if r.arm == arm]
         if not mine:
             continue
@@ -219,7 +216,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
-        report(rounds)
+        report(rounds, args.arms)
     finally:
         for p in procs:
             p.terminate()
@@ -248,6 +245,4 @@ if __name__ == "__main__":
         help="servers to alternate: off (no single flight), on, fresh (on + --fresh window)",
     )
     parser.add_argument("--fresh", type=float, default=1.0, help="the fresh arm's window, s")
-    parsed = parser.parse_args()
-    ARMS = parsed.arms
-    asyncio.run(main(parsed))
+    asyncio.run(main(parser.parse_args()))

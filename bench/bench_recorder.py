@@ -45,7 +45,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work, gpu_await, gpu_wait, remote
+from workload import calibrate, cpu_work, gate, gpu_await, gpu_wait, remote
 
 KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
 
@@ -60,13 +60,6 @@ def quartiles(xs: list[float]) -> tuple[float, float, float]:
 def fmt(xs: list[float], unit: str, digits: int = 2) -> str:
     q1, med, q3 = quartiles(xs)
     return f"{med:.{digits}f} {unit} [{q1:.{digits}f} - {q3:.{digits}f}] (n={len(xs)})"
-
-
-def gate(xs: list[float], unit: str, within: Callable[[float], bool]) -> str:
-    """Median and [min - max] of paired changes, and whether the whole spread is within."""
-    med = statistics.median(xs)
-    held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
-    return f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held}"
 
 
 FLUSHER = "thread"  # --flusher (the recorder's default)

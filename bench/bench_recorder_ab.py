@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import workload
 from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderSettings, WorkerInfo
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work, gpu_await, gpu_wait, remote
+from workload import calibrate, cpu_work, gate, gpu_await, gpu_wait, remote
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -82,12 +82,6 @@ def spread(xs: list[float], unit: str, digits: int = 2) -> str:
         f"{statistics.median(xs):+.{digits}f} {unit} "
         f"[{min(xs):+.{digits}f} .. {max(xs):+.{digits}f}] (n={len(xs)})"
     )
-
-
-def gate(xs: list[float], within: Any) -> str:
-    """Median and [min .. max] over the rounds, and whether the whole spread is within."""
-    held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
-    return f"{spread(xs, '%')}; {held}"
 
 
 def abba(i: int) -> bool:
@@ -195,8 +189,8 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     return [
-        f"trainer step time change, blocks: {gate(change, lambda x: x < 0.5)}  (gate: < 0.5 %)",
-        f"  steps interleaved (the caller's own cost): {gate(fine, lambda x: x < 0.5)}",
+        f"trainer step time change, blocks: {gate(change, '%', lambda x: x < 0.5)}  (gate: < 0.5 %)",
+        f"  steps interleaved (the caller's own cost): {gate(fine, '%', lambda x: x < 0.5)}",
         f"  4 ms Python work stretched by: {spread(stretch, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
         f"flusher wake-ups: {spread(wakeups, '/s', 0)}",
@@ -254,8 +248,8 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
     st = await rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     return [
-        f"sampler throughput change, blocks: {gate(change, lambda x: x > -1)}  (gate: > -1 %)",
-        f"  batches interleaved (the caller's own cost): {gate(fine, lambda x: x > -1)}",
+        f"sampler throughput change, blocks: {gate(change, '%', lambda x: x > -1)}  (gate: > -1 %)",
+        f"  batches interleaved (the caller's own cost): {gate(fine, '%', lambda x: x > -1)}",
         f"  loop lateness added per await: {spread(late, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
         f"wake-ups: {spread(wakeups, '/s', 0)}",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 # --gpu-wait spin: the caller's wait on its GPU spins instead of sleeping.
@@ -65,3 +67,10 @@ async def gpu_await(seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:  # noqa: ASYNC110  # the busy poll is the point
         await asyncio.sleep(0)
+
+
+def gate(xs: list[float], unit: str, within: Callable[[float], bool]) -> str:
+    """Median and [min - max] of paired changes, and whether the whole spread is within."""
+    med = statistics.median(xs)
+    held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
+    return f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held}"
