@@ -84,6 +84,11 @@ async def _drive(
             await twins.update(sim, store, now)
         except Exception:  # the demo's writer must outlive a Redis restart
             log.warning("demo: writing simulated telemetry failed; will retry", exc_info=True)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # redis-py can swallow a cancellation that lands mid-pipeline: honour it,
+            # or the shutdown below waits for this loop for ever.
+            raise asyncio.CancelledError
 
 
 @asynccontextmanager
