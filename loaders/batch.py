@@ -9,17 +9,42 @@ new load (and at the latest after ``max_ticks``), so a level of a query is one b
 As in Strawberry's DataLoader, the batch function returns one result per key, in key
 order, and a result that is an exception fails that key alone: its siblings in the
 batch still get their values.
+
+Unlike it, a key's future is shared but never handed out while pending: a waiter that
+is cancelled (its request's deadline, or graphql-core cancelling the siblings of a
+failed field) gives up its own interest only, and another waiter of the same key still
+gets the value. A batch that nobody wants any more is cancelled, round trip included.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from functools import partial
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 E = TypeVar("E", bound=Exception)
+
+# A waiter whose key's batch was abandoned just as it joined asks again; a batch is
+# abandoned only when nobody wants it, so a second try is the most a race can cost.
+_TRIES = 3
+
+
+class _Batch:
+    """One dispatch: how many waits on its keys are still wanted, and its task."""
+
+    __slots__ = ("task", "wanted")
+
+    def __init__(self) -> None:
+        self.wanted = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def drop(self) -> None:
+        self.wanted -= 1
+        if self.wanted <= 0 and self.task is not None:
+            self.task.cancel()  # nobody wants the answer: free the round trip now
 
 
 class BatchLoader(Generic[K, V]):
@@ -35,22 +60,63 @@ class BatchLoader(Generic[K, V]):
         self._max = max_ticks
         self._cache: dict[K, asyncio.Future[V]] = {}
         self._pending: dict[K, asyncio.Future[V]] = {}
+        self._batch_of: dict[K, _Batch] = {}
+        self._open = _Batch()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
-    def load(self, key: K) -> asyncio.Future[V]:
+    def _source(self, key: K) -> asyncio.Future[V]:
+        """The key's shared future; a new one (and a batch) if absent or abandoned."""
         fut = self._cache.get(key)
-        if fut is None:
+        if fut is None or fut.cancelled():
             fut = asyncio.get_running_loop().create_future()
             self._cache[key] = fut
             self._pending[key] = fut
+            self._batch_of[key] = self._open
             if self._task is None:
                 self._task = asyncio.ensure_future(self._dispatch())
         return fut
 
+    def _want(self, key: K) -> asyncio.Future[V]:
+        fut = self._source(key)
+        if not fut.done():
+            self._batch_of[key].wanted += 1
+        return fut
+
+    def load(self, key: K) -> asyncio.Future[V]:
+        """A future of the key's value, the waiter's own: cancelling it leaves the key's
+        other waiters alone."""
+        src = self._want(key)
+        if src.done():
+            return src  # a done future cannot be cancelled: safe to share
+        mine: asyncio.Future[V] = src.get_loop().create_future()
+        src.add_done_callback(partial(self._relay, key, mine, _TRIES))
+        mine.add_done_callback(partial(self._gave_up, key, src))
+        return mine
+
+    def _relay(self, key: K, mine: asyncio.Future[V], tries: int, src: asyncio.Future[V]) -> None:
+        if mine.done():
+            return
+        if src.cancelled():
+            if tries > 1:  # abandoned by everybody else as this waiter joined: ask again
+                again = self._want(key)
+                again.add_done_callback(partial(self._relay, key, mine, tries - 1))
+            else:
+                mine.set_exception(RuntimeError(f"batch for {key!r} abandoned"))
+            return
+        exc = src.exception()
+        if exc is not None:
+            mine.set_exception(exc)
+        else:
+            mine.set_result(src.result())
+
+    def _gave_up(self, key: K, src: asyncio.Future[V], mine: asyncio.Future[V]) -> None:
+        if mine.cancelled() and not src.done():
+            self._batch_of[key].drop()
+
     async def load_many(self, keys: Iterable[K]) -> list[V]:
         """The values of ``keys``; the first key's failure (in key order) is raised."""
-        outcomes = await _settled([self.load(k) for k in keys])
+        outcomes = await self._settled(list(keys))
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -61,13 +127,56 @@ class BatchLoader(Generic[K, V]):
 
         Any other failure (the backend is down) is raised: the first, in key order.
         """
-        outcomes = await _settled([self.load(k) for k in keys])
+        outcomes = await self._settled(list(keys))
         for outcome in outcomes:
             if isinstance(outcome, BaseException) and not isinstance(outcome, isolated):
                 raise outcome
         return outcomes  # type: ignore[return-value]  # only V and E are left
 
-    async def _dispatch(self) -> None:
+    async def _settled(self, keys: list[K]) -> list[V | BaseException]:
+        """Every key's outcome, in order, each retrieved (so no failure is logged as never
+        retrieved). Awaited one by one rather than gathered: the keys of one batch are
+        answered together, so after the first the rest are done and cost no wake-up.
+        A pending key is awaited through a shield, as a task cancelled while awaiting a
+        future cancels that future, which other waiters share. Cancelled, it gives up
+        its interest in the keys it has not reached.
+        """
+        futures = [self._want(k) for k in keys]
+        outcomes: list[V | BaseException] = []
+        for index, key in enumerate(keys):
+            fut = futures[index]
+            for _ in range(_TRIES):
+                if not fut.done():
+                    try:
+                        await asyncio.shield(fut)
+                    except asyncio.CancelledError:
+                        task = asyncio.current_task()
+                        if not fut.cancelled() or (task is not None and task.cancelling()):
+                            self._give_up(keys, futures, index)
+                            raise
+                    except BaseException:
+                        pass  # the key's own outcome, read below
+                if fut.cancelled():
+                    # Its batch was abandoned by everybody else as this waiter joined.
+                    fut = futures[index] = self._want(key)
+                    continue
+                exc = fut.exception()
+                outcomes.append(fut.result() if exc is None else exc)
+                break
+            else:
+                outcomes.append(RuntimeError(f"batch for {key!r} abandoned"))
+        return outcomes
+
+    def _give_up(self, keys: list[K], futures: list[asyncio.Future[V]], start: int) -> None:
+        for key, fut in zip(keys[start:], futures[start:], strict=True):
+            if fut.done():
+                if not fut.cancelled():
+                    fut.exception()  # retrieved, as a gather would have
+            else:
+                self._batch_of[key].drop()
+
+    async def _settle(self) -> None:
+        """Wait until ``quiet_ticks`` iterations pass with no new load."""
         seen, quiet = len(self._pending), 0
         for _ in range(self._max):
             await asyncio.sleep(0)
@@ -77,74 +186,42 @@ class BatchLoader(Generic[K, V]):
                     break
             else:
                 seen, quiet = len(self._pending), 0
-        batch, self._pending, self._task = self._pending, {}, None
-        keys = list(batch)
+
+    async def _dispatch(self) -> None:
+        await self._settle()
+        pending, self._pending, self._task = self._pending, {}, None
+        batch, self._open = self._open, _Batch()
+        if batch.wanted <= 0:  # every waiter left while the level settled
+            for fut in pending.values():
+                fut.cancel()
+            return
+        keys = list(pending)
         self.batches += 1
-        watch = _cancel_when_abandoned(batch)
+        batch.task = asyncio.current_task()
         try:
             values = await self._load_fn(keys)
             if len(values) != len(keys):
                 raise RuntimeError(f"batch function returned {len(values)} for {len(keys)} keys")
+        except asyncio.CancelledError:
+            # Abandoned (or the loop is closing): a later load of these keys asks again.
+            for fut in pending.values():
+                fut.cancel()
+            raise
         except BaseException as exc:
-            for fut in batch.values():
+            for fut in pending.values():
                 if not fut.done():
                     fut.set_exception(exc)
+                    fut.exception()  # delivered to its waiters; none left is no bug
             if not isinstance(exc, Exception):
                 raise
             return
-        for fut, value in zip(batch.values(), values, strict=True):
+        finally:
+            batch.task = None
+        for fut, value in zip(pending.values(), values, strict=True):
             if fut.done():
                 continue
-            if watch is not None:
-                # Answered now: the watch has nothing left to cancel, and left on, it would
-                # be one more scheduled callback per key.
-                fut.remove_done_callback(watch)
             if isinstance(value, BaseException):
                 fut.set_exception(value)
+                fut.exception()
             else:
                 fut.set_result(value)
-
-
-async def _settled(futures: list[asyncio.Future[V]]) -> list[V | BaseException]:
-    """Every future's outcome, in order, each retrieved (so no failure is logged as never
-    retrieved). Awaited one by one rather than gathered: the keys of one batch are
-    answered together, so after the first the rest are done and cost no callback or
-    wake-up each. Cancelled, it cancels the futures it has not reached, as a gather
-    cancels its children (``_cancel_when_abandoned`` counts on that)."""
-    outcomes: list[V | BaseException] = []
-    for index, fut in enumerate(futures):
-        try:
-            outcomes.append(await fut)
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or not task.cancelling():
-                outcomes.append(exc)  # the key's own future was cancelled: its outcome
-                continue
-            for rest in futures[index:]:
-                if rest.done() and not rest.cancelled():
-                    rest.exception()  # retrieved, as a gather would have
-                rest.cancel()
-            raise
-        except BaseException as exc:
-            outcomes.append(exc)
-    return outcomes
-
-
-def _cancel_when_abandoned(
-    batch: dict[K, asyncio.Future[V]],
-) -> Callable[[asyncio.Future[V]], None] | None:
-    """A request cancelled (deadline, client gone) cancels the futures it awaits; when
-    every one of the batch is, nobody wants the answer: the dispatch (this task) is
-    cancelled too, so its round trip frees its pooled connection now, not at its timeout.
-    """
-    me = asyncio.current_task()
-    if me is None:
-        return None
-
-    def abandoned(_: asyncio.Future[V]) -> None:
-        if not me.done() and all(f.cancelled() for f in batch.values()):
-            me.cancel()
-
-    for fut in batch.values():
-        fut.add_done_callback(abandoned)
-    return abandoned

@@ -75,13 +75,17 @@ async def test_load_many_raises_the_first_failure_in_key_order() -> None:
         await loader.load_many([3, 1, 2])
 
 
-async def test_a_cancelled_load_many_cancels_its_keys_and_an_abandoned_fetch() -> None:
-    started, finished = asyncio.Event(), False
+async def test_a_cancelled_load_many_cancels_an_abandoned_fetch_and_a_later_load_asks_again() -> (
+    None
+):
+    started, finished, calls = asyncio.Event(), False, 0
 
     async def fetch(keys: list[int]) -> list[int]:
-        nonlocal finished
+        nonlocal finished, calls
+        calls += 1
         started.set()
-        await asyncio.sleep(10)
+        if calls == 1:
+            await asyncio.sleep(10)
         finished = True
         return keys
 
@@ -91,20 +95,67 @@ async def test_a_cancelled_load_many_cancels_its_keys_and_an_abandoned_fetch() -
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
-    futures = [loader.load(k) for k in (1, 2, 3)]  # the cached futures of those keys
-    assert all(f.cancelled() for f in futures)
     await asyncio.sleep(0.01)
     assert not finished and loader._task is None
+    assert all(loader._cache[k].cancelled() for k in (1, 2, 3))
+    assert await loader.load_many([3, 1]) == [3, 1] and calls == 2
 
 
-async def test_a_key_cancelled_elsewhere_fails_the_load_not_its_waiter() -> None:
+async def test_a_waiter_cancelled_leaves_the_other_waiters_of_its_keys_alone() -> None:
+    # graphql-core cancels the siblings of a failed field; a sibling's keys are often
+    # another field's too (two root fields reading one model's events): those must
+    # still get their values, not a CancelledError their own task never asked for.
+    release, calls = asyncio.Event(), 0
+
+    async def fetch(keys: list[int]) -> list[int]:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return [k * 10 for k in keys]
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    gone = asyncio.ensure_future(loader.load_many([1, 2, 3]))
+    single_gone = asyncio.ensure_future(loader.load(2))
+    staying = asyncio.ensure_future(loader.load_each([2, 3], LookupError))
+    single = asyncio.ensure_future(loader.load(3))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert calls == 1
+    gone.cancel()
+    single_gone.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    release.set()
+    assert await staying == [20, 30] and await single == 30 and calls == 1
+    assert gone.cancelled() and single_gone.cancelled()
+
+
+async def test_a_key_cancelled_elsewhere_still_answers_its_other_waiters() -> None:
     async def fetch(keys: list[int]) -> list[int]:
         return keys
 
     loader: BatchLoader[int, int] = BatchLoader(fetch)
     loader.load(2).cancel()  # another waiter gave up on key 2
-    # As with a gather of the keys: the cancelled key is an outcome, not isolated, so
-    # raised after every key settled; the other keys are answered.
-    with pytest.raises(asyncio.CancelledError):
-        await loader.load_each([1, 2, 3], LookupError)
-    assert loader.load(1).result() == 1 and loader.load(3).result() == 3
+    assert await loader.load_each([1, 2, 3], LookupError) == [1, 2, 3]
+    assert loader.load(1).result() == 1 and loader.load(2).result() == 2
+
+
+async def test_a_batch_abandoned_as_a_new_waiter_joins_is_asked_again() -> None:
+    calls: list[list[int]] = []
+    block = asyncio.Event()
+
+    async def fetch(keys: list[int]) -> list[int]:
+        calls.append(keys)
+        if len(calls) == 1:
+            await block.wait()
+        return keys
+
+    loader: BatchLoader[int, int] = BatchLoader(fetch)
+    first = asyncio.ensure_future(loader.load_many([5]))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # The only waiter leaves and, in the same iteration, a new one joins the key: the
+    # cancelled batch must not hand the new waiter a CancelledError.
+    first.cancel()
+    late = asyncio.ensure_future(loader.load_many([5]))
+    assert await late == [5] and len(calls) == 2
