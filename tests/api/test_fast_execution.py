@@ -9,7 +9,8 @@ data byte for byte, and the same errors (paths, messages, locations, extensions)
 any order: the stock path alone orders concurrently failing fields differently from run
 to run. Also: the nested query costs
 the same Redis round trips on both paths, and what the fast path leaves to the stock
-one is counted.
+one is counted. The same property over a real redis-server runs in a process of its
+own (tests/api/test_fast_execution_redis.py).
 """
 
 from __future__ import annotations
@@ -18,52 +19,30 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from typing import Any
 
 import fakeredis
 import pytest
-from graphql import (
-    GraphQLEnumType,
-    GraphQLField,
-    GraphQLInputObjectType,
-    GraphQLList,
-    GraphQLNonNull,
-    GraphQLObjectType,
-    GraphQLScalarType,
-    GraphQLSchema,
-    GraphQLType,
-    Undefined,
-    get_named_type,
-)
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.errors import BackendUnavailable
-from openrl_inspect.schema.root import InspectorSchema, build_schema
+from openrl_inspect.schema.root import build_schema
 from openrl_inspect.simulator import SimConfig
-from openrl_inspect.state import keys
+from support.equivalence import (
+    FAST,
+    FAULTS,
+    NESTED,
+    SIBLINGS_CANCELLED,
+    STOCK,
+    World,
+    both,
+    build_world,
+    check_nested,
+    documents,
+    spoil,
+)
 from support.harness import populate
-
-# A small node budget keeps a generated document's run short (larger ones are refused,
-# alike on both paths).
-LIMITS = Limits(single_flight=False, max_nodes=1500)
-STOCK = build_schema(replace(LIMITS, execution="stock"))
-FAST = build_schema(replace(LIMITS, execution="fast"))
-TYPES: GraphQLSchema = STOCK._schema
-MAX_DEPTH = 4
-FAULTS = ("none", "none", "kubernetes", "redis", "metrics")
-
-
-@dataclass
-class World:
-    loop: asyncio.AbstractEventLoop
-    server: fakeredis.FakeServer
-    backends: Backends
-    pool: list[str]  # ids and names of the world, for id and string arguments
-    now: float
 
 
 async def _build() -> World:
@@ -71,25 +50,12 @@ async def _build() -> World:
     writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
     now = time.time()
     sim = await populate(writer, SimConfig(seed=5, sessions=2, models_per_session=3), now)
-    # Spoiled records, in every other model's latest step: metrics that are no JSON, an
-    # op whose start is no time.
-    ops: list[str] = []
-    for mid in list(sim.models)[::2]:
-        latest = await writer.zrange(keys.steps(mid), -1, -1)
-        if not latest:
-            continue
-        step = int(str(latest[0]))
-        await writer.hset(keys.step(mid, step), "metrics", "{not json")
-        for oid in await writer.zrange(keys.step_ops(mid, step), 0, 0):
-            await writer.hset(keys.op(mid, str(oid)), "started_at", "soon")
-            ops.append(str(oid))
-    store = RedisStateStore.in_memory(server)
-    backends = Backends(state=store)
-    twins = await DemoTwins.build(sim, store, now)
-    twins.install(backends)
-    pool = [*sim.sessions, *sim.models, "gke-openrl-h100-pool-000", "nobody", "bad id!"]
-    pool += ops[:2]
-    return World(asyncio.get_event_loop(), server, backends, pool, now + 5.0)
+    ops = await spoil(writer, sim)
+
+    def redis_down(_backends: Backends, down: bool) -> None:
+        server.connected = not down
+
+    return await build_world(sim, RedisStateStore.in_memory(server), now, ops, redis_down)
 
 
 @pytest.fixture(scope="module")
@@ -107,148 +73,6 @@ def world() -> Iterator[World]:
         asyncio.set_event_loop(None)
 
 
-# -- documents ---------------------------------------------------------------------------
-
-
-class Doc:
-    def __init__(self) -> None:
-        self.fragments: list[str] = []
-        self.variables: set[str] = set()
-        self.aliases = 0
-
-
-def _literal(draw: Any, name: str, type_: GraphQLType, pool: list[str]) -> str | None:
-    inner = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
-    if isinstance(inner, GraphQLList):
-        item = _literal(draw, name, inner.of_type, pool)
-        return None if item is None else f"[{item}]"
-    if isinstance(inner, GraphQLEnumType):
-        return str(draw(st.sampled_from(sorted(inner.values))))
-    if isinstance(inner, GraphQLInputObjectType) or not isinstance(inner, GraphQLScalarType):
-        return None
-    kind = inner.name
-    if kind == "Int":
-        return str(draw(st.sampled_from([0, 1, 2, 3, 20, -1, 101])))
-    if kind == "Float":
-        return str(draw(st.sampled_from([60.0, 900.0, 1800.0, -1.0])))
-    if kind == "Boolean":
-        return str(draw(st.sampled_from(["true", "false"])))
-    if kind in ("ID", "String"):
-        if name == "after":
-            return str(draw(st.sampled_from(['"bogus"', '"WyJzdGVwcyIsMS4wLCIxIl0"'])))
-        return json.dumps(draw(st.sampled_from(pool)))
-    return None  # custom scalars (times, JSON) are left out
-
-
-def _arguments(draw: Any, field: GraphQLField, pool: list[str]) -> str | None:
-    parts = []
-    for name, arg in field.args.items():
-        required = isinstance(arg.type, GraphQLNonNull) and arg.default_value is Undefined
-        if not required and not draw(st.booleans()):
-            continue
-        value = _literal(draw, name, arg.type, pool)
-        if value is None:
-            if required:
-                return None  # a field whose arguments cannot be made is left out
-            continue
-        parts.append(f"{name}: {value}")
-    return f"({', '.join(parts)})" if parts else ""
-
-
-# The roots into the state graph, one of which every document asks for: the rest of the
-# schema is reached through them too, and at random from the root.
-RICH = ("sessions", "models", "model", "session", "attention", "nodes", "capacity", "workers")
-
-
-def _selection(draw: Any, doc: Doc, type_: GraphQLObjectType, depth: int, pool: list[str]) -> str:
-    names = sorted(type_.fields)
-    wide = depth <= 2
-    chosen = draw(
-        st.lists(st.sampled_from(names), min_size=2 if wide else 1, max_size=5, unique=True)
-    )
-    if depth == 1:
-        rich = draw(st.sampled_from(RICH))
-        chosen = [rich, *(n for n in chosen if n != rich)]
-    parts = []
-    for name in chosen:
-        field = type_.fields[name]
-        args = _arguments(draw, field, pool)
-        if args is None:
-            continue
-        named = get_named_type(field.type)
-        sub = ""
-        if isinstance(named, GraphQLObjectType):
-            if depth >= MAX_DEPTH:
-                continue
-            sub = " { " + _selection(draw, doc, named, depth + 1, pool) + " }"
-        alias = ""
-        if draw(st.integers(0, 4)) == 0:
-            doc.aliases += 1
-            alias = f"a{doc.aliases}: "
-        directive = draw(st.sampled_from(["", "", "", "skip:yes", "skip:no", "include:yes"]))
-        if directive:
-            which, var = directive.split(":")
-            doc.variables.add(var)
-            directive = f" @{which}(if: ${var})"
-        part = f"{alias}{name}{args}{directive}{sub}"
-        wrap = draw(st.sampled_from(["", "", "inline", "fragment"]))
-        if wrap == "inline":
-            part = f"... on {type_.name} {{ {part} }}"
-        elif wrap == "fragment":
-            fragment = f"F{len(doc.fragments)}"
-            doc.fragments.append(f"fragment {fragment} on {type_.name} {{ {part} }}")
-            part = f"...{fragment}"
-        parts.append(part)
-    if draw(st.integers(0, 5)) == 0:
-        parts.append("__typename")
-    return " ".join(parts) or "__typename"
-
-
-@st.composite
-def documents(draw: Any, pool: list[str]) -> str:
-    doc = Doc()
-    root = TYPES.query_type
-    assert root is not None
-    body = _selection(draw, doc, root, 1, pool)
-    decls = ", ".join(f"${v}: Boolean!" for v in sorted(doc.variables))
-    head = f"query Q({decls})" if decls else "query Q"
-    return "\n".join([f"{head} {{ {body} }}", *doc.fragments])
-
-
-# -- running -----------------------------------------------------------------------------
-
-
-async def _answer(schema: InspectorSchema, world: World, text: str) -> str:
-    context = Context.build(world.backends, LIMITS)
-    context.now = world.now  # one "now" for both paths: ages must agree
-    result = await schema.execute(
-        text, variable_values={"yes": True, "no": False}, context_value=context
-    )
-    # Errors of fields that fail concurrently (two root fields while Redis is down)
-    # arrive in the order their tasks run, which differs run to run on the stock path
-    # alone: they are compared as a sorted list, each byte for byte.
-    errors = sorted(json.dumps(e.formatted) for e in result.errors or ())
-    return json.dumps({"data": result.data, "errors": [json.loads(e) for e in errors]})
-
-
-def _both(world: World, text: str, fault: str) -> tuple[str, str]:
-    backends = world.backends
-    kube, gpu, prom = backends.kubernetes, backends.gpu_metrics, backends.prometheus
-    try:
-        if fault == "kubernetes":
-            kube.failure = BackendUnavailable("kubernetes", "the API server cannot be reached")  # type: ignore[union-attr]
-        elif fault == "redis":
-            world.server.connected = False
-        elif fault == "metrics":
-            backends.gpu_metrics = backends.prometheus = None
-        run = world.loop.run_until_complete
-        return run(_answer(STOCK, world, text)), run(_answer(FAST, world, text))
-    finally:
-        kube.failure = None  # type: ignore[union-attr]
-        world.server.connected = True
-        backends.gpu_metrics, backends.prometheus = gpu, prom
-
-
 @settings(
     max_examples=80,
     deadline=None,
@@ -261,34 +85,13 @@ def _both(world: World, text: str, fault: str) -> tuple[str, str]:
 def test_fast_and_stock_answer_byte_for_byte_alike(world: World, data: st.DataObject) -> None:
     text = data.draw(documents(world.pool), label="document")
     fault = data.draw(st.sampled_from(FAULTS), label="fault")
-    stock, fast = _both(world, text, fault)
+    stock, fast = both(world, text, fault)
     assert fast == stock
-
-
-NESTED = """query($yes: Boolean!) {
-  sessions(first: 5) { totalCount pageInfo { endCursor hasNextPage } nodes { id owner state
-    models(first: 10) { edges { cursor node { id state stepCount lora settings
-      steps(first: 3) { nodes { number startedAt metrics opCount
-        ops(first: 4) { nodes { id kind status startedAt metrics health __typename } } } } } } } } }
-  models(state: ACTIVE, first: 3) { nodes { ...M } }
-}
-fragment M on Model { id ... on Model { failureReason @include(if: $yes) kept: keptSteps }
-  workers { nodes { id alive heartbeatAgeSeconds } } }
-"""
 
 
 @pytest.mark.parametrize("fault", sorted(set(FAULTS)))
 def test_the_nested_query_with_bad_records_and_faults(world: World, fault: str) -> None:
-    stock, fast = _both(world, NESTED, fault)
-    assert fast == stock
-    codes = {(e.get("extensions") or {}).get("code") for e in json.loads(stock)["errors"]}
-    expected = {
-        "none": {"BAD_RECORD"},
-        "kubernetes": {"BAD_RECORD"},
-        "metrics": {"BAD_RECORD"},
-        "redis": {"BACKEND_UNAVAILABLE"},
-    }[fault]
-    assert expected <= codes
+    check_nested(world, fault)
 
 
 ROUND_TRIPS = """query($s: Int!, $m: Int!) {
@@ -344,7 +147,7 @@ def test_what_the_fast_path_leaves_to_the_stock_one_is_counted(world: World) -> 
     before = FAST.execution_stats
     assert before is not None and STOCK.execution_stats is None
     fast, calls, fallbacks = before.fast_fields, before.direct_calls, dict(before.fallbacks)
-    _both(world, NESTED, "none")
+    both(world, NESTED, "none")
     stats = FAST.execution_stats
     assert stats is not None
     assert stats.fast_fields > fast
@@ -414,3 +217,9 @@ def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
     result = asyncio.run(schema.execute("{ __typename }"))
     assert result.data == {"__typename": "QUERY"} and stats.fallbacks[MIDDLEWARE] == 1
     assert stats.fast_fields == 0
+
+
+def test_siblings_cancelled_by_a_failed_field_leave_shared_keys_alone(world: World) -> None:
+    stock, fast = both(world, SIBLINGS_CANCELLED, "none")
+    assert fast == stock
+    assert json.loads(stock)["data"]["attention"] is not None
