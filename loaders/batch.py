@@ -32,12 +32,14 @@ E = TypeVar("E", bound=Exception)
 _TRIES = 3
 
 
-class _Batch:
-    """One dispatch: how many waits on its keys are still wanted, and its task."""
+class _Batch(Generic[K, V]):
+    """One dispatch: its keys' shared futures, how many waits on them are still wanted,
+    and its task once sent."""
 
-    __slots__ = ("task", "wanted")
+    __slots__ = ("futures", "task", "wanted")
 
     def __init__(self) -> None:
+        self.futures: dict[K, asyncio.Future[V]] = {}
         self.wanted = 0
         self.task: asyncio.Task[None] | None = None
 
@@ -59,29 +61,35 @@ class BatchLoader(Generic[K, V]):
         self._quiet = quiet_ticks
         self._max = max_ticks
         self._cache: dict[K, asyncio.Future[V]] = {}
-        self._pending: dict[K, asyncio.Future[V]] = {}
-        self._batch_of: dict[K, _Batch] = {}
-        self._open = _Batch()
+        self._open: _Batch[K, V] = _Batch()  # collecting keys
+        self._sent: list[_Batch[K, V]] = []  # awaiting their answers
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
-    def _source(self, key: K) -> asyncio.Future[V]:
-        """The key's shared future; a new one (and a batch) if absent or abandoned."""
+    def _want(self, key: K) -> asyncio.Future[V]:
+        """The key's shared future, wanted once more; a new one (in the batch being
+        collected) if absent or abandoned."""
         fut = self._cache.get(key)
         if fut is None or fut.cancelled():
             fut = asyncio.get_running_loop().create_future()
             self._cache[key] = fut
-            self._pending[key] = fut
-            self._batch_of[key] = self._open
+            batch = self._open
+            batch.futures[key] = fut
+            batch.wanted += 1
             if self._task is None:
                 self._task = asyncio.ensure_future(self._dispatch())
+        elif not fut.done():
+            self._batch_of(key).wanted += 1
         return fut
 
-    def _want(self, key: K) -> asyncio.Future[V]:
-        fut = self._source(key)
-        if not fut.done():
-            self._batch_of[key].wanted += 1
-        return fut
+    def _batch_of(self, key: K) -> _Batch[K, V]:
+        """The batch of a pending key: the open one, or one of the few sent."""
+        if key in self._open.futures:
+            return self._open
+        for batch in self._sent:
+            if key in batch.futures:
+                return batch
+        raise LookupError(key)  # a pending future always belongs to a batch
 
     def load(self, key: K) -> asyncio.Future[V]:
         """A future of the key's value, the waiter's own: cancelling it leaves the key's
@@ -112,7 +120,7 @@ class BatchLoader(Generic[K, V]):
 
     def _gave_up(self, key: K, src: asyncio.Future[V], mine: asyncio.Future[V]) -> None:
         if mine.cancelled() and not src.done():
-            self._batch_of[key].drop()
+            self._batch_of(key).drop()
 
     async def load_many(self, keys: Iterable[K]) -> list[V]:
         """The values of ``keys``; the first key's failure (in key order) is raised."""
@@ -137,35 +145,45 @@ class BatchLoader(Generic[K, V]):
         """Every key's outcome, in order, each retrieved (so no failure is logged as never
         retrieved). Awaited one by one rather than gathered: the keys of one batch are
         answered together, so after the first the rest are done and cost no wake-up.
-        A pending key is awaited through a shield, as a task cancelled while awaiting a
-        future cancels that future, which other waiters share. Cancelled, it gives up
-        its interest in the keys it has not reached.
         """
-        futures = [self._want(k) for k in keys]
+        want = self._want
+        futures = [want(k) for k in keys]
         outcomes: list[V | BaseException] = []
-        for index, key in enumerate(keys):
-            fut = futures[index]
-            for _ in range(_TRIES):
-                if not fut.done():
-                    try:
-                        await asyncio.shield(fut)
-                    except asyncio.CancelledError:
-                        task = asyncio.current_task()
-                        if not fut.cancelled() or (task is not None and task.cancelling()):
-                            self._give_up(keys, futures, index)
-                            raise
-                    except BaseException:
-                        pass  # the key's own outcome, read below
-                if fut.cancelled():
-                    # Its batch was abandoned by everybody else as this waiter joined.
-                    fut = futures[index] = self._want(key)
-                    continue
-                exc = fut.exception()
-                outcomes.append(fut.result() if exc is None else exc)
-                break
-            else:
-                outcomes.append(RuntimeError(f"batch for {key!r} abandoned"))
+        for index, fut in enumerate(futures):
+            if not fut.done():
+                fut = await self._done(keys, futures, index)
+            try:
+                outcomes.append(fut.result())
+            except BaseException as exc:
+                outcomes.append(exc)
         return outcomes
+
+    async def _done(
+        self, keys: list[K], futures: list[asyncio.Future[V]], index: int
+    ) -> asyncio.Future[V]:
+        """The key's future once done (asked again if its batch was abandoned). Awaited
+        through a shield: a task cancelled while awaiting a future cancels that future,
+        which other waiters share. Cancelled, it gives up its interest in the keys it has
+        not reached."""
+        key, fut = keys[index], futures[index]
+        for _ in range(_TRIES):
+            if not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if not fut.cancelled() or (task is not None and task.cancelling()):
+                        self._give_up(keys, futures, index)
+                        raise
+                except BaseException:
+                    pass  # the key's own outcome, read by the caller
+            if not fut.cancelled():
+                return fut
+            # Its batch was abandoned by everybody else as this waiter joined.
+            fut = futures[index] = self._want(key)
+        failed: asyncio.Future[V] = fut.get_loop().create_future()
+        failed.set_exception(RuntimeError(f"batch for {key!r} abandoned"))
+        return failed
 
     def _give_up(self, keys: list[K], futures: list[asyncio.Future[V]], start: int) -> None:
         for key, fut in zip(keys[start:], futures[start:], strict=True):
@@ -173,24 +191,25 @@ class BatchLoader(Generic[K, V]):
                 if not fut.cancelled():
                     fut.exception()  # retrieved, as a gather would have
             else:
-                self._batch_of[key].drop()
+                self._batch_of(key).drop()
 
     async def _settle(self) -> None:
         """Wait until ``quiet_ticks`` iterations pass with no new load."""
-        seen, quiet = len(self._pending), 0
+        open_ = self._open.futures
+        seen, quiet = len(open_), 0
         for _ in range(self._max):
             await asyncio.sleep(0)
-            if len(self._pending) == seen:
+            if len(open_) == seen:
                 quiet += 1
                 if quiet >= self._quiet:
                     break
             else:
-                seen, quiet = len(self._pending), 0
+                seen, quiet = len(open_), 0
 
     async def _dispatch(self) -> None:
         await self._settle()
-        pending, self._pending, self._task = self._pending, {}, None
-        batch, self._open = self._open, _Batch()
+        batch, self._open, self._task = self._open, _Batch(), None
+        pending = batch.futures
         if batch.wanted <= 0:  # every waiter left while the level settled
             for fut in pending.values():
                 fut.cancel()
@@ -198,6 +217,7 @@ class BatchLoader(Generic[K, V]):
         keys = list(pending)
         self.batches += 1
         batch.task = asyncio.current_task()
+        self._sent.append(batch)
         try:
             values = await self._load_fn(keys)
             if len(values) != len(keys):
@@ -217,6 +237,7 @@ class BatchLoader(Generic[K, V]):
             return
         finally:
             batch.task = None
+            self._sent.remove(batch)
         for fut, value in zip(pending.values(), values, strict=True):
             if fut.done():
                 continue
