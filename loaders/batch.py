@@ -162,21 +162,19 @@ class BatchLoader(Generic[K, V]):
         self, keys: list[K], futures: list[asyncio.Future[V]], index: int
     ) -> asyncio.Future[V]:
         """The key's future once done (asked again if its batch was abandoned). Awaited
-        through a shield: a task cancelled while awaiting a future cancels that future,
-        which other waiters share. Cancelled, it gives up its interest in the keys it has
-        not reached."""
+        through a future of this waiter's own, as a shield does: a task cancelled while
+        awaiting a future cancels that future, which other waiters share. Cancelled, it
+        gives up its interest in the keys it has not reached."""
         key, fut = keys[index], futures[index]
         for _ in range(_TRIES):
             if not fut.done():
+                waiter = fut.get_loop().create_future()
+                fut.add_done_callback(partial(_wake, waiter))
                 try:
-                    await asyncio.shield(fut)
-                except asyncio.CancelledError:
-                    task = asyncio.current_task()
-                    if not fut.cancelled() or (task is not None and task.cancelling()):
-                        self._give_up(keys, futures, index)
-                        raise
-                except BaseException:
-                    pass  # the key's own outcome, read by the caller
+                    await waiter  # set (never cancelled) by the shared future's end
+                except asyncio.CancelledError:  # this waiter's own task, then
+                    self._give_up(keys, futures, index)
+                    raise
             if not fut.cancelled():
                 return fut
             # Its batch was abandoned by everybody else as this waiter joined.
@@ -246,3 +244,10 @@ class BatchLoader(Generic[K, V]):
                 fut.exception()
             else:
                 fut.set_result(value)
+
+
+def _wake(waiter: asyncio.Future[None], _: object) -> None:
+    """Wake a waiter of a shared future (the waiter's own future stands in for it, so
+    cancelling the waiter's task cancels only that)."""
+    if not waiter.done():
+        waiter.set_result(None)
