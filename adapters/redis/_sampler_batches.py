@@ -30,6 +30,7 @@ from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
 from openrl_inspect.errors import BadRecord, InvalidInput
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import DecodeError
+from openrl_inspect.state.memo import Memo
 from openrl_inspect.state.records import SamplerBatchRecord
 
 __all__ = [
@@ -165,6 +166,12 @@ def _text(member: Any) -> str:
     return member.decode("utf-8", "replace") if isinstance(member, bytes) else str(member)
 
 
+# A sampler batch is written once and polled many times (the summaries read a model's
+# recent batches on every dashboard refresh): decoded entries are kept by their text
+# (≈ 0.5 KB each with the key; 32,768 are the last minutes of a few hundred samplers).
+_ENTRIES: Memo[tuple[str, float, str], SamplerBatchEntry] = Memo(32_768)
+
+
 def _entry(model_id: str, member: Any, score: float) -> SamplerBatchEntry:
     if isinstance(member, bytes):
         try:
@@ -177,7 +184,13 @@ def _entry(model_id: str, member: Any, score: float) -> SamplerBatchEntry:
             return SamplerBatchEntry(score, text, bad)
     else:
         text = str(member)
-    return SamplerBatchEntry(score, text, decode_sampler_batch(model_id, score, text))
+    key = (model_id, score, text)
+    entry = _ENTRIES.get(key)
+    if entry is None:
+        entry = SamplerBatchEntry(score, text, decode_sampler_batch(model_id, score, text))
+        if not isinstance(entry.record, BadRecord):  # an error is each request's own
+            _ENTRIES.put(key, entry)
+    return entry
 
 
 def decode_sampler_batch(
