@@ -128,6 +128,10 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
 
     common: dict[str, Any] = {
         "decode_responses": True,
+        # RESP2, as redis-py 7 spoke by default: redis-py 8 speaks RESP3 unless told, and
+        # turns its replies back into RESP2 shapes in Python (each sorted-set score is
+        # formatted to text and parsed again: ZRANGE WITHSCORES took twice as long).
+        "protocol": 2,
         "socket_timeout": settings.timeout_s,
         "socket_connect_timeout": settings.connect_timeout_s,
         # One quick retry for a dropped connection, not redis-py's default of several,

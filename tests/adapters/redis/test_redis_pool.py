@@ -159,3 +159,22 @@ async def test_a_client_that_leaves_mid_round_trip_gives_its_connection_back(
         await store.aclose()
         await writer.aclose()
     assert codes == [], codes
+
+
+async def test_the_inspector_speaks_resp2_whatever_redis_py_defaults_to(
+    redis_server: RedisServer,
+) -> None:
+    # redis-py 8 speaks RESP3 unless told and reshapes replies in Python; the
+    # inspector asks for RESP2 (the shapes its decoding was written for, and faster).
+    store = RedisStateStore.from_settings(RedisSettings(url=redis_server.url))
+    client = store.client
+    assert isinstance(client, aioredis.Redis)
+    await client.zadd("oi-test-resp", {"a": 1.5})
+    conn = await client.connection_pool.get_connection()
+    try:
+        assert conn.protocol in (2, "2")
+    finally:
+        await client.connection_pool.release(conn)
+    assert await client.zrange("oi-test-resp", 0, -1, withscores=True) == [("a", 1.5)]
+    await client.delete("oi-test-resp")
+    await store.aclose()
