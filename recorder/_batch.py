@@ -11,7 +11,8 @@ Combining is exact for what the records do:
 - EXPIREs, trims and the per-model Lua scripts run after the batch's other writes,
   so a key created in the batch gets its TTL, and a trim sees every step of the batch;
 - rollups (``_rollup``): one script per model refreshes the entries of the steps the
-  batch touched, after the writes and before the retention scripts.
+  batch touched, after the writes and before the retention scripts;
+- scripts go by ``EVALSHA`` (``_scripts.sha``; ``_wire`` falls back to ``EVAL``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from openrl_inspect.recorder._config import Retention
 from openrl_inspect.recorder._rollup import command as rollup_command
+from openrl_inspect.recorder._scripts import sha
 
 Command = tuple[Any, ...]
 
@@ -177,7 +179,7 @@ class Batch:
         for mid, (steps, ops) in self._ru.items():
             out.append(rollup_command(mid, list(steps), list(ops)))
         for (script, key), args in self._sc.items():
-            out.append(("EVAL", script, 1, key, *args))
+            out.append(("EVALSHA", sha(script), 1, key, *args))
         return out
 
     def _zset_commands(self, out: list[Command]) -> None:
