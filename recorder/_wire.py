@@ -14,7 +14,9 @@ Scripts go by ``EVALSHA``. A node that does not have the script cached (it resta
 or a replica took over: the cache is neither persisted nor replicated, and each cluster
 node has its own) answers ``NOSCRIPT`` without running anything; those commands, and
 only those, are sent again as ``EVAL`` in a second pipeline on the same client, in their
-order, and their results take the place of the ``NOSCRIPT`` errors. The scripts are
+order, and their results take the place of the ``NOSCRIPT`` errors. So are those a user
+may not run because its ACL grants EVAL but not EVALSHA (written before the recorder
+used EVALSHA): nothing is lost while the ACL is updated, and a warning says so. The scripts are
 idempotent, so running one after the batch's later commands leaves what the batch
 leaves when nothing else moved in between; see ``_rollup`` for what a step trimmed in
 that batch changes. Every script of a batch goes by ``EVALSHA``, so when a node lost its
@@ -23,6 +25,7 @@ cache, a batch's rollup and the trim after it are both re-sent, the trim still l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +34,8 @@ import redis
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
 from openrl_inspect.recorder._scripts import body
+
+log = logging.getLogger("openrl_inspect.recorder")
 
 Command = tuple[Any, ...]
 
@@ -67,17 +72,39 @@ def _errors(results: list[Any]) -> bool:
 
 
 def _noscript(commands: Sequence[Command], results: list[Any]) -> list[int]:
-    """Where an ``EVALSHA`` found no script (redis-py strips the ``NOSCRIPT`` prefix
-    into ``NoScriptError``; hiredis alone keeps it in the message)."""
+    """Where an ``EVALSHA`` ran nothing and an ``EVAL`` may: the script was not cached,
+    or the user may not run EVALSHA at all (an ACL from before it, docs/deploy.md)."""
     if not _errors(results):
         return []
     return [
         i
         for i, r in enumerate(results)
         if isinstance(r, rexc.ResponseError)
-        and (isinstance(r, rexc.NoScriptError) or str(r).startswith("NOSCRIPT"))
+        and _eval_may(r)
         and str(commands[i][0]).upper() == "EVALSHA"
     ]
+
+
+def _eval_may(exc: rexc.ResponseError) -> bool:
+    # redis-py strips the error code into the class; hiredis alone keeps it in the text.
+    msg = str(exc)
+    if isinstance(exc, rexc.NoScriptError) or msg.startswith("NOSCRIPT"):
+        return True
+    refused = isinstance(exc, rexc.NoPermissionError) or msg.startswith("NOPERM")
+    if refused and "'evalsha'" in msg.lower():
+        global _warned_acl
+        if not _warned_acl:
+            _warned_acl = True
+            log.warning(
+                "recorder: the Redis user may not run EVALSHA; scripts are sent again as "
+                "EVAL, one more round trip per batch: add +evalsha to its ACL "
+                "(docs/deploy.md, Redis ACL users)"
+            )
+        return True
+    return False
+
+
+_warned_acl = False
 
 
 def _as_eval(cmd: Command) -> Command:

@@ -134,3 +134,33 @@ def _forget(client: redis.RedisCluster, mids: list[str]) -> None:
     client.zrem(keys.SESSIONS_LIVE, "s-ns")
     for state in keys.MODEL_STATES:
         client.zrem(keys.models_in_state(state), *mids)
+
+
+def test_a_user_without_evalsha_still_writes_everything(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The recorder's ACL before EVALSHA (+eval only): scripts go again as EVAL."""
+    admin = redis.Redis(port=redis_server.port, decode_responses=True)
+    url = f"redis://old-acl:pw@127.0.0.1:{redis_server.port}/10"
+    rules = "+@all -evalsha ~* resetchannels"
+    admin.acl_setuser("old-acl", reset=True, enabled=True, passwords=["+pw"])
+    admin.execute_command(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        "ACL", "SETUSER", "old-acl", *rules.split()
+    )
+    client = redis.Redis(port=redis_server.port, db=10, decode_responses=True)
+    client.flushdb()
+    try:
+        for flusher in ("thread", "process"):
+            rec = Recorder.from_settings(_settings(url, f"rec-old-acl-{flusher}", flusher=flusher))
+            mid = f"old-acl-{flusher}"
+            n = _half(rec, mid, True) + _half(rec, mid, False)
+            st = rec.close(20)
+            assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
+            counters, entries = _rollup(client, mid)
+            assert counters["n:forward_backward"] == "51" and len(entries) == 17
+        assert "may not run EVALSHA" in caplog.text  # the thread flusher's, in this process
+    finally:
+        client.flushdb()
+        client.close()
+        admin.acl_deluser("old-acl")
+        admin.close()
