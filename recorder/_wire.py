@@ -16,11 +16,13 @@ node has its own) answers ``NOSCRIPT`` without running anything; those commands,
 only those, are sent again as ``EVAL`` in a second pipeline on the same client, in their
 order, and their results take the place of the ``NOSCRIPT`` errors. So are those a user
 may not run because its ACL grants EVAL but not EVALSHA (written before the recorder
-used EVALSHA): nothing is lost while the ACL is updated, and a warning says so. The scripts are
-idempotent, so running one after the batch's later commands leaves what the batch
-leaves when nothing else moved in between; see ``_rollup`` for what a step trimmed in
-that batch changes. Every script of a batch goes by ``EVALSHA``, so when a node lost its
-cache, a batch's rollup and the trim after it are both re-sent, the trim still last.
+used EVALSHA): nothing is lost while the ACL is updated, and a warning says so.
+
+The scripts are idempotent, so running one after the batch's later commands leaves what
+the batch leaves when nothing else moved in between; see ``_rollup`` for what a step
+trimmed in that batch changes. Every script of a batch goes by ``EVALSHA``, so when a
+node lost its cache, a batch's rollup and the trim after it are both re-sent, the trim
+still last.
 """
 
 from __future__ import annotations

@@ -94,20 +94,30 @@ async def test_a_server_without_the_scripts_gets_them_sent_again(
 
 
 @pytest.mark.redis_cluster
-def test_a_cluster_node_without_the_scripts_gets_them_sent_again(
-    redis_cluster: RedisCluster,
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["thread", "asyncio"])
+async def test_a_cluster_node_without_the_scripts_gets_them_sent_again(
+    redis_cluster: RedisCluster, mode: str
 ) -> None:
     client = redis.RedisCluster.from_url(redis_cluster.url, decode_responses=True)
-    mids = [f"ns-cl-{i}" for i in range(6)]  # several models: more than one node
+    mids = [f"ns-cl-{mode}-{i}" for i in range(6)]  # several models: more than one node
     try:
         settings = _settings(redis_cluster.url, "rec-ns-cl", cluster=True)
-        rec = Recorder.from_settings(settings)
-        n = sum(_half(rec, mid, True) for mid in mids)
-        assert rec.flush(10) == n
-        for node in client.get_primaries():  # type: ignore[no-untyped-call]
-            client.get_redis_connection(node).script_flush()
-        n += sum(_half(rec, mid, False) for mid in mids)
-        st = rec.close(10)
+        rec: RecorderBase
+        if mode == "thread":
+            rec = Recorder.from_settings(settings)
+            n = sum(_half(rec, mid, True) for mid in mids)
+            assert rec.flush(10) == n
+            _flush_scripts(client)
+            n += sum(_half(rec, mid, False) for mid in mids)
+            st = rec.close(10)
+        else:
+            rec = AsyncRecorder.from_settings(settings)
+            n = sum(_half(rec, mid, True) for mid in mids)
+            assert await rec.flush(10) == n
+            _flush_scripts(client)
+            n += sum(_half(rec, mid, False) for mid in mids)
+            st = await rec.close(10)
         assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
         nodes = {client.get_node_from_key(keys.model(mid)).name for mid in mids}  # type: ignore[no-untyped-call]
         assert len(nodes) > 1
@@ -120,6 +130,11 @@ def test_a_cluster_node_without_the_scripts_gets_them_sent_again(
     finally:
         _forget(client, mids)
         client.close()
+
+
+def _flush_scripts(client: redis.RedisCluster) -> None:
+    for node in client.get_primaries():  # type: ignore[no-untyped-call]
+        client.get_redis_connection(node).script_flush()
 
 
 def _forget(client: redis.RedisCluster, mids: list[str]) -> None:
