@@ -1,7 +1,8 @@
 """Scripts by EVALSHA, after the server lost its script cache (a restart, a failover; here
 ``SCRIPT FLUSH`` between two flushes): every record is written and counted, and the
 rollups are what a server that kept its cache holds. Standalone (redis-py's packed path,
-sync and asyncio) and a 3-node cluster (redis-py's cluster pipelines)."""
+sync and asyncio) and a 3-node cluster (redis-py's cluster pipelines, sync and asyncio).
+And a Redis user whose ACL grants EVAL but not EVALSHA: the same fallback, warned."""
 
 from __future__ import annotations
 
