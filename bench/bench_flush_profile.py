@@ -38,7 +38,7 @@ from support.redis_server import RedisServer
 def rollups(on: bool) -> Any:
     saved = Batch.rollup_step, Batch.rollup_op
     if not on:
-        Batch.rollup_step = lambda self, mid, step: None  # type: ignore[method-assign]
+        Batch.rollup_step = lambda self, mid, step, oid=None: None  # type: ignore[method-assign]
         Batch.rollup_op = lambda self, mid, oid: None  # type: ignore[method-assign]
     try:
         yield

@@ -11,7 +11,8 @@ Combining is exact for what the records do:
 - EXPIREs, trims and the per-model Lua scripts run after the batch's other writes,
   so a key created in the batch gets its TTL, and a trim sees every step of the batch;
 - rollups (``_rollup``): one script per model refreshes the entries of the steps the
-  batch touched, after the writes and before the retention scripts.
+  batch touched, after the writes and before the retention scripts;
+- scripts go by ``EVALSHA`` (``_scripts.sha``; ``_wire`` falls back to ``EVAL``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from openrl_inspect.recorder._config import Retention
 from openrl_inspect.recorder._rollup import command as rollup_command
+from openrl_inspect.recorder._scripts import sha
 
 Command = tuple[Any, ...]
 
@@ -58,8 +60,9 @@ class Batch:
         self._tr: dict[str, int] = {}
         self._ex: dict[str, int] = {}
         self._sc: dict[tuple[str, str], tuple[Any, ...]] = {}
-        # model id -> (steps, op ids) whose rollup entries the batch must refresh
-        self._ru: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+        # model id -> (steps, op ids) whose rollup entries the batch must refresh, and
+        # the ops accepted in the batch -> whether their step is one of those steps
+        self._ru: dict[str, tuple[dict[str, None], dict[str, None], dict[str, bool]]] = {}
 
     def record_id(self) -> str:
         """A stable id for the current record: the same on every replay of its batch."""
@@ -122,18 +125,23 @@ class Batch:
         """Run a per-model script once per batch, after the batch's other writes."""
         self._sc[(script, key)] = args
 
-    def rollup_step(self, mid: str, step: int) -> None:
-        """Refresh the rollup entry of step ``step`` after the batch's writes."""
-        self._rollup(mid)[0][str(step)] = None
+    def rollup_step(self, mid: str, step: int, oid: str | None = None) -> None:
+        """Refresh the rollup entry of step ``step`` after the batch's writes; ``oid``:
+        the op accepted under it (its hash's ``step`` is ``repr(step)``)."""
+        ru = self._rollup(mid)
+        name = str(step)
+        ru[0][name] = None
+        if oid is not None:
+            ru[2][oid] = name == repr(step)  # the last acceptance in the batch counts
 
     def rollup_op(self, mid: str, oid: str) -> None:
         """Refresh the rollup entry of the step op ``oid`` belongs to."""
         self._rollup(mid)[1][oid] = None
 
-    def _rollup(self, mid: str) -> tuple[dict[str, None], dict[str, None]]:
+    def _rollup(self, mid: str) -> tuple[dict[str, None], dict[str, None], dict[str, bool]]:
         ru = self._ru.get(mid)
         if ru is None:
-            ru = self._ru[mid] = ({}, {})
+            ru = self._ru[mid] = ({}, {}, {})
         return ru
 
     # -- emission -------------------------------------------------------------------------
@@ -174,10 +182,13 @@ class Batch:
         for key, ttl in self._ex.items():
             out.append(("EXPIRE", key, ttl))
         # Rollups read what the writes above left, before a trim deletes old steps.
-        for mid, (steps, ops) in self._ru.items():
-            out.append(rollup_command(mid, list(steps), list(ops)))
+        for mid, (steps, ops, accepted) in self._ru.items():
+            # An op accepted in the batch has, after its writes, the step of its last
+            # acceptance, which is among ``steps``: the script need not look it up.
+            looked_up = [o for o in ops if not accepted.get(o)] if accepted else list(ops)
+            out.append(rollup_command(mid, list(steps), looked_up))
         for (script, key), args in self._sc.items():
-            out.append(("EVAL", script, 1, key, *args))
+            out.append(("EVALSHA", sha(script), 1, key, *args))
         return out
 
     def _zset_commands(self, out: list[Command]) -> None:

@@ -9,11 +9,18 @@ entry: the writes stay idempotent. The lifetime counters in ``oi:{m:MID}:rollup`
 by the difference between a step's old entry and its new one, so they are idempotent
 too. The recorder's hot path is unchanged: this is work for the flusher's pipeline, and
 for Redis.
+
+It goes by EVALSHA. A node that lost its script cache answers NOSCRIPT and ``_wire``
+sends the call again as EVAL, after the rest of the batch: the retention scripts behind
+it go by EVALSHA too, so on such a node they failed as well and are re-sent after it, in
+order. Only if another client loaded the trim script in between does the trim run
+first; a step it deletes that this batch wrote to (one past the steps kept, so past the
+rollup's 128 entries too) is then rebuilt from nothing, and the counters miss its ops.
 """
 
 from __future__ import annotations
 
-from openrl_inspect.recorder._scripts import model_prefix
+from openrl_inspect.recorder._scripts import model_prefix, sha
 from openrl_inspect.state import keys, rollup
 
 # Runs on the model's slot only (every key below shares its hash tag).
@@ -60,28 +67,31 @@ local function tally(list, sign, delta)
 end
 local fields = {'kind', 'step', 'status', 'accepted_at', 'enqueued_at', 'started_at',
                 'finished_at', 'worker_id'}
+-- Read once: only this script moves last_step, and it does so below.
+local last = tonumber(redis.call('HGET', rkey, 'last_step') or '-1') or -1
 for _, s in ipairs(order) do
   local stepkey = p .. ':step:' .. s
   local opskey = stepkey .. ':ops'
   local h = redis.call('HMGET', stepkey, 'started_at', 'finished_at')
+  local ids = redis.call('ZRANGE', opskey, 0, per_step - 1)
   local ops = {}
-  for j, o in ipairs(redis.call('ZRANGE', opskey, 0, per_step - 1)) do
-    local opkey = p .. ':op:' .. o
-    local entry = {o, false, false, false, false, false, false, false, false, 0}
-    if redis.call('EXISTS', opkey) == 1 then
-      local v = redis.call('HMGET', opkey, unpack(fields))
-      for k = 1, 8 do entry[k + 1] = v[k] end
-      if v[3] == 'failed' then entry[10] = 1 end
-      if v[1] and string.len(v[1]) > kind_chars then
-        entry[2] = false
-        entry[10] = 1
-      end
+  for j, o in ipairs(ids) do
+    -- A missing op hash answers all false: the entry an absent op has, no EXISTS needed.
+    local v = redis.call('HMGET', p .. ':op:' .. o, unpack(fields))
+    local entry = {o, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], 0}
+    if v[3] == 'failed' then entry[10] = 1 end
+    if v[1] and string.len(v[1]) > kind_chars then
+      entry[2] = false
+      entry[10] = 1
     end
     ops[j] = entry
   end
-  local member = cjson.encode({n = s, s = h[1], f = h[2],
-                               e = redis.call('EXISTS', stepkey),
-                               c = redis.call('ZCARD', opskey), o = ops})
+  -- A field read proves the step hash exists; a short page is the whole index.
+  local e = (h[1] or h[2]) and 1 or redis.call('EXISTS', stepkey)
+  local c = #ids
+  if c >= per_step then c = redis.call('ZCARD', opskey) end
+  -- The same constructor as ever: cjson writes the keys in the table's own order.
+  local member = cjson.encode({n = s, s = h[1], f = h[2], e = e, c = c, o = ops})
   local old = redis.call('ZRANGE', skey, s, s, 'BYSCORE')
   -- Lifetime counters move by what the step's entry changed: a rebuild that changes
   -- nothing (a replayed batch) moves nothing.
@@ -97,9 +107,11 @@ for _, s in ipairs(order) do
       end
     end
   end
-  local last = tonumber(redis.call('HGET', rkey, 'last_step') or '-1') or -1
-  if tonumber(s) > last then redis.call('HSET', rkey, 'last_step', s) end
-  redis.call('ZREMRANGEBYSCORE', skey, s, s)
+  if tonumber(s) > last then
+    redis.call('HSET', rkey, 'last_step', s)
+    last = tonumber(s)
+  end
+  if #old > 0 then redis.call('ZREMRANGEBYSCORE', skey, s, s) end
   redis.call('ZADD', skey, s, member)
 end
 redis.call('ZREMRANGEBYRANK', skey, 0, -keep - 1)
@@ -114,13 +126,14 @@ return #order
 ROLLUP = ROLLUP_TEMPLATE.replace(
     "{EDGES}", "{" + ", ".join(repr(e) for e in rollup.BUCKET_EDGES_S) + "}"
 )
+ROLLUP_SHA = sha(ROLLUP)
 
 
 def command(mid: str, steps: list[str], ops: list[str]) -> tuple[object, ...]:
     """The script call that refreshes ``steps`` and the steps of ``ops`` of model ``mid``."""
     return (
-        "EVAL",
-        ROLLUP,
+        "EVALSHA",
+        ROLLUP_SHA,
         1,
         keys.model(mid),
         model_prefix(mid),

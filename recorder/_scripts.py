@@ -1,11 +1,38 @@
 """Server-side retention: Lua scripts that trim a model's steps and expire an ended model.
 
 Each runs on the model's slot only: every key it touches shares the model's hash tag.
+
+The recorder sends every script by ``EVALSHA`` (``sha``): ``EVAL`` makes Redis hash the
+whole body on every call, and the rollup script's is some 3 KB, sent once per model per
+batch. A node whose script cache is empty (a restart, a failover; each cluster node has
+its own) answers ``NOSCRIPT``, and ``_wire`` sends that command again as ``EVAL`` with
+the body found here (``body``).
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from openrl_inspect.state import keys
+
+# SHA1 (hex) -> body of every script ``sha`` was asked about, for the EVAL fallback.
+_BODIES: dict[str, str] = {}
+_SHAS: dict[str, str] = {}
+
+
+def sha(script: str) -> str:
+    """The SHA1 Redis knows ``script`` by (remembered, so ``body`` can give it back)."""
+    h = _SHAS.get(script)
+    if h is None:
+        h = hashlib.sha1(script.encode()).hexdigest()
+        _BODIES[h] = script
+        _SHAS[script] = h
+    return h
+
+
+def body(script_sha: str) -> str:
+    """The script ``sha`` returned ``script_sha`` for."""
+    return _BODIES[script_sha]
 
 
 def model_prefix(mid: str) -> str:
@@ -53,3 +80,7 @@ end
 redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
+
+# Known from import on, in whichever process sends them.
+sha(TRIM_STEPS)
+sha(EXPIRE_MODEL)

@@ -148,7 +148,7 @@ def op_accepted(
     b.set(keys.op_index(oid), mid, int(r.op_index_ttl_s))
     if session_id is not None:
         b.hset1(keys.session(session_id), "last_activity_at", sat)
-    b.rollup_step(mid, step)
+    b.rollup_step(mid, step, oid)
     if step % r.trim_every_steps == 0:
         b.script(TRIM_STEPS, keys.steps(mid), r.max_steps_per_model, model_prefix(mid))
 
