@@ -69,7 +69,12 @@ def direct(client: Any) -> bool:
     cls = getattr(pool, "connection_class", None)
     if cls is None or cls.__module__ != "redis.asyncio.connection":
         return False
-    parser = pool.connection_kwargs.get("parser_class", _AsyncHiredisParser)  # type: ignore[union-attr]
+    kwargs = pool.connection_kwargs  # type: ignore[union-attr]
+    # hiredis packs text as strict UTF-8, as redis-py's encoder does by default only.
+    encoding = kwargs.get("encoding", "utf-8"), kwargs.get("encoding_errors", "strict")
+    if encoding != ("utf-8", "strict"):
+        return False
+    parser = kwargs.get("parser_class", _AsyncHiredisParser)
     return parser is _AsyncHiredisParser and HIREDIS_AVAILABLE
 
 

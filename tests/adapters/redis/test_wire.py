@@ -144,6 +144,8 @@ async def test_run_takes_the_direct_path_only_where_it_applies(filled: str) -> N
         connection_pool=aioredis.ConnectionPool.from_url(filled, connection_class=Own)
     )
     assert not wire.direct(own)
+    latin = aioredis.Redis.from_url(filled, encoding="latin-1")
+    assert not wire.direct(latin)  # hiredis would pack its text as UTF-8
     pipe = store.pipeline(transaction=False)
     pipe.hget(P + "h", "id")  # not a command the direct path knows: the pipeline's
     assert not wire.known(pipe.command_stack)
@@ -157,6 +159,7 @@ async def test_run_takes_the_direct_path_only_where_it_applies(filled: str) -> N
     assert got == ["vält", "m1"] and trips.count == 1
     await store.aclose()
     await own.aclose()
+    await latin.aclose()
 
 
 async def test_a_reply_that_is_not_utf8_fails_alike_and_leaves_the_pool_usable(
