@@ -12,6 +12,11 @@ round trips per query; every variant's response bytes must be identical.
 
     .venv/bin/python bench/bench_nested_query.py [--rounds 7] [--sessions 50] [--models 20]
     .venv/bin/python bench/bench_nested_query.py --gc default,frozen,frozen-50000
+    .venv/bin/python bench/bench_nested_query.py --modes fast --reads direct,pipeline
+
+``--reads pipeline`` sends every batch through redis-py's pipeline, as before
+``adapters/redis/_wire.py``; ``direct`` (the default) is the adapter as it ships. Both in
+one process, alternating, compare the read paths under the same load.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.adapters.redis import RedisStateStore, _wire
 from openrl_inspect.context import Limits
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
@@ -53,6 +58,13 @@ query($s: Int!, $m: Int!, $st: Int!, $o: Int!) {
 """
 SDL = Path(__file__).resolve().parents[1] / "schema.graphql"
 DEFAULT_THRESHOLD = gc.get_threshold()
+DIRECT = _wire.direct
+
+
+def set_reads(name: str) -> None:
+    """``direct`` (the adapter as it ships) or ``pipeline`` (redis-py's, every batch)."""
+    assert name in ("direct", "pipeline"), name
+    _wire.direct = DIRECT if name == "direct" else (lambda client: False)
 
 
 def set_gc(name: str) -> None:
@@ -109,7 +121,8 @@ def floors(
 async def main(args: argparse.Namespace) -> None:
     modes = args.modes.split(",")
     gcs = args.gc.split(",")
-    variants = [(m, g) for g in gcs for m in modes]
+    reads = args.reads.split(",")
+    variants = [(m, g, r) for r in reads for g in gcs for m in modes]
     server = RedisServer().start()
     try:
         writer = aioredis.Redis.from_url(server.url, decode_responses=True)
@@ -133,7 +146,7 @@ async def main(args: argparse.Namespace) -> None:
         variables = {"s": args.sessions, "m": args.models, "st": args.steps, "o": args.ops}
         payload = {"query": QUERY, "variables": variables}
         plain = graphql.build_schema(SDL.read_text(encoding="utf-8"))
-        latencies: dict[tuple[str, str], list[float]] = {v: [] for v in variants}
+        latencies: dict[tuple[str, str, str], list[float]] = {v: [] for v in variants}
         trips: dict[str, set[int]] = {m: set() for m in modes}
         ser: list[float] = []
         dicts: list[float] = []
@@ -147,14 +160,16 @@ async def main(args: argparse.Namespace) -> None:
             assert "errors" not in body, body["errors"][:2]
             for r in range(args.rounds):
                 order = variants if r % 2 == 0 else variants[::-1]
-                for mode, gc_name in order:
+                for mode, gc_name, read in order:
                     set_gc(gc_name)
+                    set_reads(read)
                     before = store.trips.count
                     elapsed, content = await timed(by_mode[mode], payload)
                     trips[mode].add(store.trips.count - before)
                     assert content == reference
-                    latencies[(mode, gc_name)].append(elapsed)
+                    latencies[(mode, gc_name, read)].append(elapsed)
                 set_gc("default")
+                set_reads("direct")
                 s, d = floors(body, plain, variables)
                 ser.append(s)
                 dicts.append(d)
@@ -178,8 +193,9 @@ async def main(args: argparse.Namespace) -> None:
         print("|---|---|---|---|")
         for variant, lat in latencies.items():
             ratios = [a / b for a, b in zip(lat, ser, strict=True)]
-            mode, gc_name = variant
+            mode, gc_name, read = variant
             name = mode if len(gcs) == 1 else f"{mode}, gc {gc_name}"
+            name = name if len(reads) == 1 else f"{name}, {read} reads"
             print(f"| {name} | {spread(lat, 1e3)} | {spread(ratios)}x | {sorted(trips[mode])} |")
         plain_ratios = [a / b for a, b in zip(dicts, ser, strict=True)]
         print(
@@ -188,13 +204,22 @@ async def main(args: argparse.Namespace) -> None:
         print(f"| orjson.dumps of the answer | {spread(ser, 1e3, '.1f')} | 1x | - |")
         if "stock" in modes and "fast" in modes:
             for gc_name in gcs:
-                gains = [
-                    s / f
-                    for s, f in zip(
-                        latencies[("stock", gc_name)], latencies[("fast", gc_name)], strict=True
+                for read in reads:
+                    stock, fast = (
+                        latencies[("stock", gc_name, read)],
+                        latencies[("fast", gc_name, read)],
                     )
-                ]
-                print(f"stock / fast per round (gc {gc_name}): {spread(gains, 1, '.2f')}")
+                    gains = [s / f for s, f in zip(stock, fast, strict=True)]
+                    what = f"gc {gc_name}" + ("" if len(reads) == 1 else f", {read} reads")
+                    print(f"stock / fast per round ({what}): {spread(gains, 1, '.2f')}")
+        if "direct" in reads and "pipeline" in reads:
+            for mode in modes:
+                for gc_name in gcs:
+                    piped = latencies[(mode, gc_name, "pipeline")]
+                    direct = latencies[(mode, gc_name, "direct")]
+                    gains = [p / d for p, d in zip(piped, direct, strict=True)]
+                    what = f"{mode}, gc {gc_name}"
+                    print(f"pipeline / direct reads per round ({what}): {spread(gains, 1, '.2f')}")
     finally:
         server.cleanup()
 
@@ -209,4 +234,5 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="stock,fast", help="execution paths, comma-separated")
     parser.add_argument("--gc", default="default", help="gc settings, comma-separated (set_gc)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per Redis round trip")
+    parser.add_argument("--reads", default="direct", help="Redis read paths (set_reads)")
     asyncio.run(main(parser.parse_args()))
