@@ -41,7 +41,7 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis import RedisStateStore, _wire
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, _wire
 from openrl_inspect.context import Limits
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
@@ -140,9 +140,9 @@ async def main(args: argparse.Namespace) -> None:
         fill_s = time.perf_counter() - t0
         await writer.aclose()
 
-        store = RedisStateStore(
-            aioredis.Redis.from_url(server.url, decode_responses=True), timeout_s=args.timeout
-        )
+        # The product's own client (RESP2, its pool), with the round trip's deadline
+        # given (a full-size level takes seconds).
+        store = RedisStateStore.from_settings(RedisSettings(url=server.url, timeout_s=args.timeout))
         variables = {"s": args.sessions, "m": args.models, "st": args.steps, "o": args.ops}
         payload = {"query": QUERY, "variables": variables}
         plain = graphql.build_schema(SDL.read_text(encoding="utf-8"))

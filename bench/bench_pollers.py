@@ -51,11 +51,12 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
     """The server process: the app over the real Redis, as ``serve`` builds it."""
     from contextlib import asynccontextmanager
 
-    import uvicorn
+    from openrl_inspect import server
     from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
     from openrl_inspect.app import create_app
     from openrl_inspect.context import Backends, Limits
     from openrl_inspect.health import HealthSettings
+    from openrl_inspect.request_guard import HttpSettings
 
     @asynccontextmanager
     async def backends():  # type: ignore[no-untyped-def]  # a factory for create_app
@@ -70,7 +71,9 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
         Limits(single_flight=arm != "off", fresh_for_s=fresh_s if arm == "fresh" else 0.0),
         health=HealthSettings(interval_s=0),
     )
-    uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    # As ``serve`` runs it: its uvicorn settings and, once started, its collector
+    # settings (frozen, first threshold 50,000).
+    server.serve(app, "127.0.0.1", port, "warning", HttpSettings())
 
 
 @dataclass

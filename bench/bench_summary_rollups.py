@@ -13,7 +13,7 @@ Reports per path: median latency with min and max, Redis round trips, and the Re
 commands the server executed for the request (``INFO commandstats``, the INFO itself
 left out). Not a test: it prints figures for docs/benchmarks.md.
 
-    .venv/bin/python bench/bench_summary_rollups.py --rounds 7
+    .venv/bin/python bench/bench_summary_rollups.py --rounds 7 [--gc served]
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis import RedisStateStore
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.context import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.recorder._batch import Batch
+from openrl_inspect.server import GcSettings, tune_gc
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client
 from support.redis_server import RedisServer
@@ -112,12 +113,14 @@ async def main(args: argparse.Namespace) -> None:
         finally:
             bare.cleanup()
         fill_s, fill_cpu = await fill(server.url, config, rollups=True)
+        if args.gc == "served":  # what ``serve`` does once started (server.GcSettings)
+            tune_gc(GcSettings())
         admin = aioredis.Redis.from_url(server.url, decode_responses=True)
         payload = {"query": QUERY, "variables": {"first": args.first, "steps": args.steps}}
         stores = {
-            p: RedisStateStore(
-                aioredis.Redis.from_url(server.url, decode_responses=True), timeout_s=30.0
-            )
+            # The product's own client (RESP2, its pool), a round trip's deadline long
+            # enough for the scan path.
+            p: RedisStateStore.from_settings(RedisSettings(url=server.url, timeout_s=30.0))
             for p in PATHS
         }
         limits = {p: Limits(use_rollups=p == "rollups") for p in PATHS}
@@ -180,6 +183,12 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--gc",
+        choices=("served", "default"),
+        default="default",
+        help="served: the collector as `serve` tunes it (frozen, threshold 50,000)",
+    )
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--steps", type=int, default=20)

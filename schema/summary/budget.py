@@ -24,15 +24,31 @@ T = TypeVar("T")
 MODEL_SUMMARY_TOKENS = 1500
 
 
+# Field names per dataclass, without the private ones: ``dataclasses.fields`` builds its
+# tuple on every call, and a poll of 100 summaries measures about 10,000 objects.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _names(cls: type) -> tuple[str, ...] | None:
+    names = _FIELDS.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(cls):
+            return None
+        names = tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith("_"))
+        _FIELDS[cls] = names
+    return names
+
+
 def plain(value: Any) -> Any:
     """A schema object as the JSON a client selecting every field would get (field
     names in snake_case, a little longer than the API's camelCase)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if not f.name.startswith("_")
-        }
+    cls = type(value)
+    if cls in _LEAVES:
+        return value
+    names = _names(cls)
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, dict):
