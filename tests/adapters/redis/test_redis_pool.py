@@ -170,7 +170,7 @@ async def test_the_inspector_speaks_resp2_whatever_redis_py_defaults_to(
     client = store.client
     assert isinstance(client, aioredis.Redis)
     await client.zadd("oi-test-resp", {"a": 1.5})
-    conn = await client.connection_pool.get_connection()
+    conn = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
     try:
         assert conn.protocol in (2, "2")
     finally:
