@@ -28,7 +28,6 @@ import bench_summary_rollups as summaries
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.context import Limits
 from openrl_inspect.server import GcSettings, tune_gc
-from openrl_inspect.simulator import SimConfig
 from support.harness import app_client
 from support.redis_server import RedisServer
 
@@ -47,15 +46,7 @@ def _timed(run: Any) -> Any:
 async def main(args: argparse.Namespace) -> None:
     server = RedisServer().start()
     try:
-        config = SimConfig(
-            seed=1,
-            sessions=args.sessions,
-            models_per_session=20,
-            steps_per_model=20,
-            ops_per_step=4,
-            scenarios=False,
-            nodes_per_pool=(("h100", args.sessions * 20),),
-        )
+        config = summaries.world(args.sessions)
         await summaries.fill(server.url, config, rollups=True)
         store = RedisStateStore.from_settings(RedisSettings(url=server.url, timeout_s=30.0))
         tune_gc(GcSettings())

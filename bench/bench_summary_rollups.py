@@ -95,18 +95,23 @@ async def redis_cpu(client: Any) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
+def world(sessions: int, models: int = 20, steps: int = 20, ops: int = 4) -> SimConfig:
+    """The benchmark's history: every model active, one H100 node per model."""
+    return SimConfig(
+        seed=1,
+        sessions=sessions,
+        models_per_session=models,
+        steps_per_model=steps,
+        ops_per_step=ops,
+        scenarios=False,
+        nodes_per_pool=(("h100", sessions * models),),
+    )
+
+
 async def main(args: argparse.Namespace) -> None:
     server = RedisServer().start()
     try:
-        config = SimConfig(
-            seed=1,
-            sessions=args.sessions,
-            models_per_session=args.models,
-            steps_per_model=args.steps,
-            ops_per_step=args.ops,
-            scenarios=False,
-            nodes_per_pool=(("h100", args.sessions * args.models),),
-        )
+        config = world(args.sessions, args.models, args.steps, args.ops)
         bare = RedisServer().start()
         try:  # the writing side: the same history without rollups, for its cost
             bare_fill, bare_cpu = await fill(bare.url, config, rollups=False)

@@ -27,8 +27,9 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 E = TypeVar("E", bound=Exception)
 
-# A waiter whose key's batch was abandoned just as it joined asks again; a batch is
-# abandoned only when nobody wants it, so a second try is the most a race can cost.
+# A waiter whose key's batch was abandoned just as it joined asks again, up to this many
+# times in all; a batch is abandoned only when nobody wants it, so one more try is what
+# a race costs, the rest a margin.
 _TRIES = 3
 
 
@@ -99,7 +100,7 @@ class BatchLoader(Generic[K, V]):
             return src  # a done future cannot be cancelled: safe to share
         mine: asyncio.Future[V] = src.get_loop().create_future()
         src.add_done_callback(partial(self._relay, key, mine, _TRIES))
-        mine.add_done_callback(partial(self._gave_up, key, src))
+        mine.add_done_callback(partial(self._gave_up, key))
         return mine
 
     def _relay(self, key: K, mine: asyncio.Future[V], tries: int, src: asyncio.Future[V]) -> None:
@@ -118,7 +119,9 @@ class BatchLoader(Generic[K, V]):
         else:
             mine.set_result(src.result())
 
-    def _gave_up(self, key: K, src: asyncio.Future[V], mine: asyncio.Future[V]) -> None:
+    def _gave_up(self, key: K, mine: asyncio.Future[V]) -> None:
+        # The key's current future: the one ``_relay`` asked again for, if it had to.
+        src = self._cache[key]
         if mine.cancelled() and not src.done():
             self._batch_of(key).drop()
 

@@ -12,25 +12,24 @@ mismatch"), so it runs apart.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis.asyncio as aioredis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.context import Backends
 from openrl_inspect.simulator import SimConfig
 from support.equivalence import (
     FAULTS,
-    SIBLINGS_CANCELLED,
     World,
-    both,
     build_world,
+    check_generated,
     check_nested,
-    documents,
+    check_siblings,
+    generated,
     spoil,
 )
 from support.harness import populate
@@ -71,19 +70,10 @@ def world(redis_server: RedisServer) -> Iterator[World]:
         asyncio.set_event_loop(None)
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@generated(100)
 @given(data=st.data())
 def test_fast_and_stock_answer_alike_over_redis_server(world: World, data: st.DataObject) -> None:
-    text = data.draw(documents(world.pool), label="document")
-    fault = data.draw(st.sampled_from(FAULTS), label="fault")
-    stock, fast = both(world, text, fault)
-    assert fast == stock
+    check_generated(world, data)
 
 
 @pytest.mark.parametrize("fault", sorted(set(FAULTS)))
@@ -92,6 +82,4 @@ def test_the_nested_query_over_redis_server(world: World, fault: str) -> None:
 
 
 def test_siblings_cancelled_by_a_failed_field_leave_shared_keys_alone(world: World) -> None:
-    stock, fast = both(world, SIBLINGS_CANCELLED, "none")
-    assert fast == stock
-    assert json.loads(stock)["data"]["attention"] is not None
+    check_siblings(world)

@@ -16,14 +16,13 @@ own (tests/api/test_fast_execution_redis.py).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import fakeredis
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.context import Backends, Context, Limits
@@ -33,13 +32,14 @@ from support.equivalence import (
     FAST,
     FAULTS,
     NESTED,
-    SIBLINGS_CANCELLED,
     STOCK,
     World,
     both,
     build_world,
+    check_generated,
     check_nested,
-    documents,
+    check_siblings,
+    generated,
     spoil,
 )
 from support.harness import populate
@@ -73,20 +73,10 @@ def world() -> Iterator[World]:
         asyncio.set_event_loop(None)
 
 
-@settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,
-    # A failure is reported as drawn: shrinking reruns documents for minutes.
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@generated(80)
 @given(data=st.data())
 def test_fast_and_stock_answer_byte_for_byte_alike(world: World, data: st.DataObject) -> None:
-    text = data.draw(documents(world.pool), label="document")
-    fault = data.draw(st.sampled_from(FAULTS), label="fault")
-    stock, fast = both(world, text, fault)
-    assert fast == stock
+    check_generated(world, data)
 
 
 @pytest.mark.parametrize("fault", sorted(set(FAULTS)))
@@ -220,6 +210,4 @@ def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
 
 
 def test_siblings_cancelled_by_a_failed_field_leave_shared_keys_alone(world: World) -> None:
-    stock, fast = both(world, SIBLINGS_CANCELLED, "none")
-    assert fast == stock
-    assert json.loads(stock)["data"]["attention"] is not None
+    check_siblings(world)

@@ -28,6 +28,7 @@ from graphql import (
     Undefined,
     get_named_type,
 )
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.context import Backends, Context, Limits
@@ -283,3 +284,30 @@ fragment F17 on PageInfo { hasPreviousPage }
 fragment F18 on PageInfo { endCursor @skip(if: $no) }
 fragment F19 on PodLiveConnection { degraded @include(if: $yes) }
 fragment F20 on PodLiveConnection { truncated }"""
+
+
+def generated(examples: int) -> settings:
+    """The property's hypothesis settings: derandomized, and a failure is reported as
+    drawn (shrinking reruns documents for minutes)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+def check_generated(world: World, data: st.DataObject) -> None:
+    """One generated document under one drawn fault: alike on both paths."""
+    text = data.draw(documents(world.pool), label="document")
+    fault = data.draw(st.sampled_from(FAULTS), label="fault")
+    stock, fast = both(world, text, fault)
+    assert fast == stock
+
+
+def check_siblings(world: World) -> None:
+    """``SIBLINGS_CANCELLED``: alike on both paths, and ``attention`` answered."""
+    stock, fast = both(world, SIBLINGS_CANCELLED, "none")
+    assert fast == stock
+    assert json.loads(stock)["data"]["attention"] is not None
