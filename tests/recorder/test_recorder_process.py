@@ -292,5 +292,10 @@ def test_the_flusher_process_runs_niced_below_its_caller(redis_server: Any, nice
         proc = flusher_of(rec)._proc
         assert proc is not None
         assert niceness(proc.pid) == min(19, niceness(os.getpid()) + nice)
+        group = Path(f"/proc/{proc.pid}/autogroup")
+        if nice and group.exists() and Path("/proc/sys/kernel/sched_autogroup_enabled").exists():
+            # its own session's scheduling group is lowered too, or nice orders nothing
+            mine = int(Path("/proc/self/autogroup").read_text().split()[-1])
+            assert group.read_text().split()[-1] == str(min(19, mine + nice))
     finally:
         rec.close(10)
