@@ -63,6 +63,7 @@ def fmt(xs: list[float], unit: str, digits: int = 2) -> str:
 
 
 FLUSHER = "thread"  # --flusher (the recorder's default)
+SYNC = False  # --sync-points: the callers call flush_soon() before a GPU wait
 # Each round of 3. and 4. alternates this many blocks off and on (ABBA...), pooled per
 # side: load that comes and goes over seconds on a shared machine hits both alike.
 BLOCKS = 6
@@ -203,6 +204,8 @@ async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, gpu_
     for b in range(batches):
         t0 = time.perf_counter()
         cpu_work(work)
+        if rec is not None and SYNC and (b % 32 == 31 or b == batches - 1):
+            rec.flush_soon()  # --sync-points: flushed while the GPU works
         await gpu_await(gpu_s)
         if rec is not None:
             oid = f"sample-{b}"
@@ -259,6 +262,10 @@ def trainer_round(
                 rec.op_enqueued("model-1", oid)
                 rec.op_started("model-1", oid, "trainer-0")
             cpu_work(work)  # Python side of the op: data, kernel launches
+            if rec is not None and SYNC and j == 2 and (step % 16 == 15 or s == steps - 1):
+                # --sync-points: every 16 steps and at the block's end, flushed while the
+                # GPU works; none of a block's flush lands in the next block.
+                rec.flush_soon()
             gpu_wait(gpu_s)  # the GPU: the GIL is released
             if rec is not None:
                 rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
@@ -299,8 +306,8 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER
-    FLUSHER = args.flusher
+    global FLUSHER, SYNC
+    FLUSHER, SYNC = args.flusher, args.sync_points
     workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     try:
@@ -336,7 +343,9 @@ def main(args: argparse.Namespace) -> None:
         server.cleanup()
     print(
         f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''}, "
-        f"flusher={args.flusher}, gpu-wait={args.gpu_wait})"
+        f"flusher={args.flusher}, gpu-wait={args.gpu_wait}"
+        + (", sync points" * args.sync_points)
+        + ")"
     )
     print(
         f"{platform.python_implementation()} {platform.python_version()}, "
@@ -351,6 +360,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
+    parser.add_argument(
+        "--sync-points", action="store_true", help="call flush_soon() before a GPU wait"
+    )
     parser.add_argument(
         "--sections", default="hot,throughput,sampler,trainer", help="which parts to run"
     )

@@ -104,12 +104,12 @@ def interleaved_trainer(rec: Recorder, steps: int, work: int, base: int, sync: b
     return (statistics.mean(side[True]) / statistics.mean(side[False]) - 1) * 100
 
 
-async def interleaved_sampler(rec: AsyncRecorder, batches: int, work: int) -> float:
+async def interleaved_sampler(rec: AsyncRecorder, batches: int, work: int, sync: bool) -> float:
     """Throughput change with the recorder called on every other batch (ABBA by batch)."""
     side: dict[bool, float] = {False: 0.0, True: 0.0}
     for i in range(batches):
         on = abba(i) and not NULL
-        dt, _ = await sampler_round(rec if on else None, 1, work, i)
+        dt, _ = await sampler_round(rec if on else None, 1, work, i, sync)
         side[abba(i)] += dt
     return (side[False] / side[True] - 1) * 100
 
@@ -144,8 +144,11 @@ def trainer_round(rec: Recorder | None, steps: int, work: int, base: int, sync: 
             w = time.perf_counter()
             cpu_work(work)
             work_times.append(time.perf_counter() - w)
-            if rec is not None and sync and j == 2 and step % 16 == 0:
-                rec.flush_soon()  # a sync point every 16 steps: the GPU wait follows
+            if rec is not None and sync and j == 2 and (step % 16 == 15 or s == steps - 1):
+                # A sync point every 16 steps and at the block's end: the flush is done
+                # during the GPU wait that follows, and none of a block's flush is left
+                # to land in the next block (but the last op_finished and step_metrics).
+                rec.flush_soon()
             gpu_wait(0.005)
             if rec is not None:
                 rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
@@ -197,11 +200,15 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     ]
 
 
-async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, first: int = 0) -> Any:
+async def sampler_round(
+    rec: AsyncRecorder | None, batches: int, work: int, first: int = 0, sync: bool = False
+) -> Any:
     lateness: list[float] = []
     t = time.perf_counter()
     for b in range(first, first + batches):
         t0 = time.perf_counter()
+        if rec is not None and sync and (b % 32 == 31 or b == first + batches - 1):
+            rec.flush_soon()  # a sync point: flushed while the GPU works
         await gpu_await(0.008)
         lateness.append(time.perf_counter() - t0 - 0.008)
         cpu_work(work)
@@ -215,7 +222,7 @@ async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, firs
     return time.perf_counter() - t, lateness
 
 
-async def sampler(url: str, rounds: int, batches: int) -> list[str]:
+async def sampler(url: str, rounds: int, batches: int, sync: bool) -> list[str]:
     work = calibrate(0.002)
     worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
     rec = AsyncRecorder.from_settings(
@@ -236,12 +243,13 @@ async def sampler(url: str, rounds: int, batches: int) -> list[str]:
         lateness: dict[bool, list[float]] = {False: [], True: []}
         for b in range(BLOCKS):
             for on in (False, True) if b % 2 == 0 else (True, False):
-                dt, lt = await sampler_round(rec if on and not NULL else None, n, work)
+                caller = rec if on and not NULL else None
+                dt, lt = await sampler_round(caller, n, work, 0, sync)
                 elapsed[on] += dt
                 lateness[on].extend(lt)
         cpu, wake = probe.done(BLOCKS * n * 31 // 10)
         change.append((elapsed[False] / elapsed[True] - 1) * 100)
-        fine.append(await interleaved_sampler(rec, BLOCKS * n, work))
+        fine.append(await interleaved_sampler(rec, BLOCKS * n, work, sync))
         late.append((statistics.mean(lateness[True]) - statistics.mean(lateness[False])) * 1e6)
         cpu_per_rec.append(cpu)
         wakeups.append(wake)
@@ -273,7 +281,7 @@ def main(args: argparse.Namespace) -> None:
     remote(server)
     try:
         lines = trainer(server.url, args.rounds, args.steps, args.sync_points)
-        lines += asyncio.run(sampler(server.url, args.rounds, args.batches))
+        lines += asyncio.run(sampler(server.url, args.rounds, args.batches, args.sync_points))
     finally:
         server.cleanup()
     print(
@@ -291,7 +299,11 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--batches", type=int, default=200)
-    parser.add_argument("--sync-points", action="store_true", help="trainer calls flush_soon()")
+    parser.add_argument(
+        "--sync-points",
+        action="store_true",
+        help="trainer and sampler call flush_soon() before a GPU wait",
+    )
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
     parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
