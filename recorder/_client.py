@@ -87,6 +87,7 @@ class ClientRecorder(RecorderBase, Generic[C]):
         timeout = self.settings.flush_timeout_s if timeout_s is None else timeout_s
         door = self._door
         if isinstance(door, Outbox):
+            door.port()  # what the record calls queued, into the ring: the flush sees it
             return door.count, door.counters().written, time.monotonic() + timeout
         buf = self._buffer
         with buf.lock:

@@ -1,17 +1,28 @@
-"""The caller's side of the process mode: records encoded into the shared ring.
+"""The caller's side of the process mode: records handed to a porter, encoded into the
+shared ring.
 
 ``Outbox`` stands where ``Buffer`` stands in the thread mode (the record calls put into
-it, ``stats()`` reads it). A put encodes the record with one ``orjson.dumps`` and copies
-the bytes into the ring (``_ring``) under an uncontended lock: no Python work is left
-for later in this process, so no thread of ours ever competes with the caller for the GIL.
-The flusher process does everything else.
+it, ``stats()`` reads it). A put appends the record's tuple to a local queue, as the
+thread mode's buffer does: nothing else happens in the call. A porter thread moves the
+queue into the ring in order (one ``orjson.dumps`` and a copy per record, a few
+microseconds of warm work each) every ``flush_interval_s``, when a batch is waiting, at
+``flush_soon()`` and before a ``flush``/``close``, and then wakes the flusher process,
+which does everything else.
 
-The drop policy is the thread mode's, counted against the records the flusher process
-has not taken into a batch yet (in the ring or its queue): below the shed level every
-record is kept, from it low-value records are dropped, at ``capacity`` (or when the
-ring's bytes are full) every record.
-The door checks run only when the last known numbers say a limit may be near, so the
-common put is a copy and three stores.
+Why a porter and not the encoding in the call (measured, docs/benchmarks.md, issue 17):
+a trainer makes its record calls right after waiting on its GPU, when the caller's
+caches are cold, and there the encoding put cost 28 us a call against 13 us for an
+append (an empty Python function: 16 us); in a warm loop both are 1 - 2 us. The porter
+holds the GIL about 1.5 us per record, in one stretch per batch, against the thread
+flusher's 7.7 us.
+
+The drop policy is the thread mode's, applied as a record enters the ring, counted
+against the records the flusher process has not taken into a batch yet (in the ring or
+its queue): below the shed level every record is kept, from it low-value records are
+dropped, at ``capacity`` (or when the ring's bytes are full) every record. The local
+queue holds at most ``capacity`` records (beyond: dropped, ``full``). The ring's door
+checks run only when the last known numbers say a limit may be near, so the common
+entry is a copy and three stores.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import json
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -59,6 +71,16 @@ class Outbox:
         self._words = ring.words
         self.lock = threading.Lock()
         self.closed = False
+        # The local queue: the record calls append, the porter takes (``port``).
+        self.local: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self._local_fast = batch_size  # the hot path's limit: beyond it, ask for a port
+        self._port_lock = threading.Lock()  # one porter at a time: the ring keeps call order
+        self._port_asked = False  # a port asked by the hot path, not done yet
+        self._nudge_asked = False  # flush_soon: wake the flusher process after the port
+        self._port_ev = threading.Event()
+        self._porter: threading.Thread | None = None
+        self._interval = s.flush_interval_s
+        self._stopping = False
         self.wake: Callable[[], None] = _nothing  # the size trigger: asks the flusher to pull
         self.check: Callable[[], None] = _nothing  # is the flusher process alive?
         self._checked_at = time.monotonic()
@@ -72,9 +94,74 @@ class Outbox:
         self._lim = self._size  # the fast path's limits: offset ...
         self._lim_count = min(self.batch_size, self._shed, capacity)  # ... and record count
 
-    # -- the hot path --------------------------------------------------------------------
+    # -- the hot path and the porter ------------------------------------------------------
 
     def put(self, rec: tuple[str, tuple[Any, ...]]) -> None:
+        local = self.local
+        if len(local) < self._local_fast:
+            local.append(rec)
+        else:
+            self._overflow(rec)
+
+    def _overflow(self, rec: tuple[str, tuple[Any, ...]]) -> None:
+        """A put past the hot path's limit: refused when closed or full, else kept and
+        the porter asked (once) to move the batch now."""
+        try:
+            local = self.local
+            if self._stopping or self.closed or len(local) >= self.capacity:
+                with self.lock:
+                    self._drop_locked("closed" if self._stopping or self.closed else "full", rec[0])
+                return
+            local.append(rec)
+            if not self._port_asked:
+                self._port_asked = True
+                self._port_ev.set()
+        except Exception:  # never raise into the caller
+            log.debug("recorder: overflow handling failed", exc_info=True)
+
+    def start_porter(self) -> None:
+        """Start the porter thread (idempotent)."""
+        if self._porter is None and not self._stopping:
+            self._porter = threading.Thread(
+                target=self._run_porter, name="openrl-recorder-porter", daemon=True
+            )
+            self._porter.start()
+
+    def ask_port(self) -> None:
+        """Have the porter move the local queue into the ring now and wake the flusher
+        process (``flush_soon``); returns at once."""
+        self._nudge_asked = True
+        self._port_ev.set()
+
+    def _run_porter(self) -> None:
+        while not self._stopping:
+            self._port_ev.wait(self._interval)
+            self._port_ev.clear()
+            if self._stopping:
+                return
+            try:
+                asked, self._nudge_asked = self._nudge_asked, False
+                if self.port() or asked:
+                    self.wake()
+            except Exception:  # the porter must outlive anything
+                log.exception("recorder: moving records into the ring failed")
+
+    def port(self) -> int:
+        """Move the local queue into the ring, in call order; returns how many."""
+        local, n = self.local, 0
+        with self._port_lock:
+            self._port_asked = False
+            while local:
+                rec = local.popleft()
+                n += 1
+                try:
+                    self._enter(rec)
+                except Exception:  # one record that cannot enter spoils only itself
+                    self.malformed(rec[0] if isinstance(rec[0], str) else "unknown")
+        return n
+
+    def _enter(self, rec: tuple[str, tuple[Any, ...]]) -> None:
+        """One record into the ring, through the door's drop policy."""
         try:
             data = _dumps(rec, option=_NL)
         except TypeError:
@@ -171,15 +258,30 @@ class Outbox:
     # -- the end and the counters ---------------------------------------------------------
 
     def close(self) -> None:
-        """Refuse every record from now on (counted ``closed``)."""
+        """Move what the local queue holds into the ring, then refuse every record from now
+        on (counted ``closed``) and stop the porter."""
+        self._stopping = True  # new puts take the slow path, which refuses them
+        self._local_fast = -1
+        self._port_ev.set()
+        self.port()
         with self.lock:
             self.closed = True
             self._lim_count = -1
+        # A put that raced the first port (past its limit check before it changed).
+        while self.local:
+            rec = self.local.popleft()
+            with self.lock:
+                self._drop_locked("closed", rec[0])
 
     def disown(self) -> None:
         """In a process forked from the recorder's: refuse every record (``closed``) and
         report no counters of the ring, which belongs to the recorder's process."""
         self.lock = threading.Lock()  # the fork may have copied it held
+        self._port_lock = threading.Lock()
+        self.local = deque()  # the records of the process forked from
+        self._porter = None  # threads do not survive a fork
+        self._stopping = True
+        self._local_fast = -1
         self.closed = True
         self._lim_count = -1
         self._door = {}
@@ -204,13 +306,13 @@ class Outbox:
 
     @property
     def pending(self) -> int:
-        with self.lock:
-            return self._count - self.counters().settled
+        with self._port_lock, self.lock:  # no record between the queue and the ring
+            return len(self.local) + self._count - self.counters().settled
 
     def stats(self, recorder_id: str) -> RecorderStats:
         self.check()
-        with self.lock:
-            count = self._count
+        with self._port_lock, self.lock:  # no record between the queue and the ring
+            count = len(self.local) + self._count
             door = dict(self._door)
         c = self.counters()
         return _stats(recorder_id, count, door, c, self.crashes)

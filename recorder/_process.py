@@ -96,9 +96,10 @@ class ProcessFlusher:
         # must neither write into the ring (its outbox is closed) nor stop the flusher.
         self._owner = os.getpid()
         _OWNED.add(outbox)
-        outbox.wake = self.wake
+        outbox.wake = self._wake_process
         outbox.check = self.check
         self._spawn()
+        outbox.start_porter()
 
     @staticmethod
     def ring_size(s: RecorderSettings, capacity: int) -> int:
@@ -155,7 +156,12 @@ class ProcessFlusher:
             os.write(self._wfd, msg)  # a full pipe already holds a wake-up
 
     def wake(self) -> None:
-        """Flush now, in the background (returns at once)."""
+        """Flush now, in the background (returns at once): the porter moves what the
+        record calls queued into the ring and wakes the flusher process."""
+        self.outbox.ask_port()
+
+    def _wake_process(self) -> None:
+        """Tell the flusher process that the ring holds records to take."""
         self._send(b"w")
 
     def start(self) -> None:
@@ -223,7 +229,8 @@ class ProcessFlusher:
         return self.settled() >= target
 
     def flush(self, target: int, deadline: float) -> None:
-        """Wait until ``target`` records are settled, or ``deadline`` (monotonic)."""
+        """Wait until ``target`` records are settled, or ``deadline`` (monotonic); the
+        caller has moved its records into the ring (``Outbox.port``)."""
         self._send(b"f")
         pause = 0.0005
         while not self.flush_step(target):
@@ -280,7 +287,13 @@ def _reap() -> None:
 @atexit.register
 def _outlive() -> None:
     """Flusher processes of recorders never closed outlive this process by design (they
-    see end of file and write what they hold): not a leaked subprocess to warn about."""
+    see end of file and write what they hold): not a leaked subprocess to warn about.
+    What their record calls queued goes into the ring first."""
+    for outbox in list(_OWNED):
+        try:
+            outbox.port()
+        except Exception:
+            log.debug("recorder: moving records into the ring at exit failed", exc_info=True)
     for proc in list(_CHILDREN):
         if proc.poll() is None:
             proc._child_created = False  # type: ignore[attr-defined]  # Popen.__del__: no warning

@@ -299,3 +299,118 @@ def test_the_flusher_process_runs_niced_below_its_caller(redis_server: Any, nice
             assert group.read_text().split()[-1] == str(min(19, mine + nice))
     finally:
         rec.close(10)
+
+
+# -- the porter: record calls append locally, a thread moves them into the ring ------------
+
+
+def written_within(rec: Recorder, n: int, seconds: float) -> bool:
+    """Whether ``n`` records are written within ``seconds``, without a blocking flush."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if rec.stats().written >= n:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_record_call_leaves_the_ring_alone_and_flush_soon_writes_at_once(
+    redis_server: Any,
+) -> None:
+    # The time trigger is far away: only flush_soon() can get these written in time.
+    rec = Recorder.from_settings(settings(redis_server.url, flush_interval_s=60.0), KEEP_ALL)
+    try:
+        assert flushed(rec) == 0  # the flusher process is up
+        ring = flusher_of(rec).ring
+        head = ring.words[0]
+        record_pairs(rec, 0, 20, ["pm-p"])
+        assert ring.words[0] == head  # the calls only queued their tuples
+        st = rec.stats()
+        assert (st.recorded, st.pending) == (40, 40)
+        rec.flush_soon()
+        assert written_within(rec, 40, 10.0)
+        assert ring.words[0] > head
+    finally:
+        st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (40, 40, 0, 0)
+    assert present(redis_server.url, ["pm-p"], 20) == 40
+
+
+def test_the_time_trigger_moves_and_writes_queued_records(redis_server: Any) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url, flush_interval_s=0.2), KEEP_ALL)
+    try:
+        record_pairs(rec, 0, 5, ["pm-t"])
+        assert written_within(rec, 10, 15.0)  # the flusher process starts in about a second
+    finally:
+        rec.close(10)
+
+
+def test_a_record_that_cannot_be_encoded_spoils_only_itself(redis_server: Any) -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for this")
+
+        __repr__ = __str__
+
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec.op_accepted("pm-u", "op-1", "forward_backward", 1)
+    rec.op_finished("pm-u", "op-1", metrics={"bad": Unprintable()})
+    rec.op_accepted("pm-u", "op-2", "forward_backward", 1)
+    assert flushed(rec) == 2
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (3, 2, 1, 0)
+    assert dict(st.dropped_by_reason) == {"malformed": 1}
+    assert dict(st.dropped_by_kind) == {"op_finished": 1}
+
+
+def test_records_racing_close_are_each_written_or_counted(redis_server: Any) -> None:
+    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    go = threading.Event()
+
+    def hammer(k: int) -> None:
+        go.wait()
+        for i in range(4_000):
+            rec.op_accepted("pm-c", f"op-{k}-{i}", "forward_backward", i // 100)
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    go.set()
+    time.sleep(0.01)
+    st = rec.close(10)
+    for t in threads:
+        t.join()
+    after = rec.stats()
+    assert after.recorded == 12_000
+    assert after.recorded == after.written + after.dropped and after.pending == 0
+    assert set(after.dropped_by_reason) <= {"closed"}
+    assert st.written == after.written
+
+
+def test_records_queued_when_the_process_exits_without_close_are_written(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "no_close.py"
+    script.write_text(
+        "import sys\n"
+        "from openrl_inspect.recorder import Recorder, RecorderSettings\n"
+        "s = RecorderSettings(url=sys.argv[1], flusher='process', flush_interval_s=60.0,\n"
+        "                     flush_at_exit=False)\n"
+        "rec = Recorder.from_settings(s)\n"
+        "for i in range(30):\n"
+        "    rec.op_accepted('pm-x', f'op-{i}', 'forward_backward', 1)\n"
+    )
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(script), redis_server.url], check=True, timeout=60)
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    try:
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            if sum(client.exists(keys.op("pm-x", f"op-{i}")) for i in range(30)) == 30:
+                break
+            time.sleep(0.1)
+        assert sum(client.exists(keys.op("pm-x", f"op-{i}")) for i in range(30)) == 30
+    finally:
+        client.close()

@@ -1,0 +1,106 @@
+"""What a record call costs where a trainer makes it: first thing after a GPU wait.
+
+The hot-path rows of ``bench_recorder.py`` time calls in a tight loop, where the
+recorder's code and data stay in the CPU's caches. A trainer calls ``op_finished`` right
+after waiting on its GPU, when they are cold: the wait sleeps (or spins on system calls),
+the vCPU is handed to others, and what the caller touches next misses the caches. This
+times, interleaved, ``work -> wait -> one call`` for:
+
+- ``empty``: a Python function with ``op_finished``'s signature that does nothing (the
+  machine's floor for any call made there);
+- ``thread`` / ``process``: ``op_finished`` of a recorder in that flusher mode (its
+  flusher not started, so only the call is timed), first after the wait, and again right
+  after (warm).
+
+    .venv/bin/python bench/bench_cold_calls.py [--samples 400] [--wait sleep|spin]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import workload
+from openrl_inspect.recorder import Recorder, RecorderSettings
+from support.redis_server import RedisServer
+from workload import calibrate, cpu_work, gpu_wait
+
+
+def empty(
+    mid: str,
+    oid: str,
+    status: str = "succeeded",
+    metrics: Any = None,
+    error: str | None = None,
+    at: float | None = None,
+) -> None:
+    return None
+
+
+def main(args: argparse.Namespace) -> None:
+    workload.SPIN = args.wait == "spin"
+    server = RedisServer().start()
+    recorders = {
+        mode: Recorder.from_settings(
+            RecorderSettings(url=server.url, flush_at_exit=False, flusher=mode, capacity=10**6),
+            start=False,
+        )
+        for mode in ("thread", "process")
+    }
+    calls: dict[str, Callable[..., None]] = {
+        "empty": empty,
+        "thread": recorders["thread"].op_finished,
+        "process": recorders["process"].op_finished,
+    }
+    work = calibrate(0.004)
+    metrics = {"loss": 0.5, "tokens": 65536}
+    cold: dict[str, list[float]] = {k: [] for k in calls}
+    warm: dict[str, list[float]] = {k: [] for k in calls}
+    pc = time.perf_counter
+    try:
+        for i in range(args.samples):
+            order = list(calls.items())
+            if i % 2:
+                order.reverse()
+            for name, call in order:
+                cpu_work(work)
+                gpu_wait(0.005)
+                t0 = pc()
+                call("model-1", f"op-{i}", metrics=metrics)
+                t1 = pc()
+                call("model-1", f"op-{i}b", metrics=metrics)
+                t2 = pc()
+                cold[name].append(t1 - t0)
+                warm[name].append(t2 - t1)
+    finally:
+        for rec in recorders.values():
+            rec.close(5)
+        server.cleanup()
+    med = statistics.median
+    print(
+        f"bench/bench_cold_calls.py --samples {args.samples} --wait {args.wait}: "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print("| call | first after the wait, median [q1 - q3] | right after, median |")
+    print("|---|---|---|")
+    for name in calls:
+        q = statistics.quantiles(cold[name], n=4)
+        print(
+            f"| {name} | {med(cold[name]) * 1e6:.1f} us [{q[0] * 1e6:.1f} - {q[2] * 1e6:.1f}] "
+            f"| {med(warm[name]) * 1e6:.1f} us |"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=400)
+    parser.add_argument("--wait", choices=("sleep", "spin"), default="spin")
+    main(parser.parse_args())
