@@ -99,7 +99,8 @@ def interleaved_trainer(rec: Recorder, steps: int, work: int, base: int, sync: b
     side: dict[bool, list[float]] = {False: [], True: []}
     for i in range(steps):
         on = abba(i) and not NULL
-        st, _ = trainer_round(rec if on else None, 1, work, base + i, sync)
+        # --sync-points: at the blocks' cadence (16 steps of records), on an 'on' step
+        st, _ = trainer_round(rec if on else None, 1, work, base + i, sync and i % 32 == 1)
         side[abba(i)].append(st[0])
     return (statistics.mean(side[True]) / statistics.mean(side[False]) - 1) * 100
 
@@ -109,7 +110,8 @@ async def interleaved_sampler(rec: AsyncRecorder, batches: int, work: int, sync:
     side: dict[bool, float] = {False: 0.0, True: 0.0}
     for i in range(batches):
         on = abba(i) and not NULL
-        dt, _ = await sampler_round(rec if on else None, 1, work, i, sync)
+        # --sync-points: at the blocks' cadence (32 batches of records), on an 'on' batch
+        dt, _ = await sampler_round(rec if on else None, 1, work, i, sync and i % 64 == 1)
         side[abba(i)] += dt
     return (side[False] / side[True] - 1) * 100
 
@@ -167,6 +169,7 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     trainer_round(rec, 10, work, 10_000_000, sync)  # warm-up
     rec.flush(30)  # a flusher process is up before the first round
     change: list[float] = []
+    paired: list[float] = []
     fine: list[float] = []
     stretch: list[float] = []
     cpu_per_rec: list[float] = []
@@ -175,12 +178,17 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     for r in range(rounds):
         probe = Probe()
         pooled: dict[bool, tuple[list[float], list[float]]] = {False: ([], []), True: ([], [])}
+        pairs: list[float] = []
         for b in range(BLOCKS):
+            pair: dict[bool, float] = {}
             for on in (False, True) if b % 2 == 0 else (True, False):
                 caller = rec if on and not NULL else None
                 st_, wt_ = trainer_round(caller, n, work, (r * BLOCKS + b) * n, sync)
                 pooled[on][0].extend(st_)
                 pooled[on][1].extend(wt_)
+                pair[on] = statistics.median(st_)
+            pairs.append(pair[True] / pair[False])
+        paired.append((statistics.median(pairs) - 1) * 100)
         cpu, wake = probe.done(BLOCKS * n * 13)
         (off_s, off_w), (on_s, on_w) = pooled[False], pooled[True]
         med = statistics.median
@@ -193,6 +201,7 @@ def trainer(url: str, rounds: int, steps: int, sync: bool) -> list[str]:
     assert st.dropped == 0 and st.pending == 0, st
     return [
         f"trainer step time change, blocks: {gate(change, '%', lambda x: x < 0.5)}  (gate: < 0.5 %)",
+        f"  median over adjacent block pairs: {gate(paired, '%', lambda x: x < 0.5)}",
         f"  steps interleaved (the caller's own cost): {gate(fine, '%', lambda x: x < 0.5)}",
         f"  4 ms Python work stretched by: {spread(stretch, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
@@ -232,6 +241,7 @@ async def sampler(url: str, rounds: int, batches: int, sync: bool) -> list[str]:
     await sampler_round(rec, 20, work)  # warm-up
     await rec.flush(30)
     change: list[float] = []
+    paired: list[float] = []
     fine: list[float] = []
     late: list[float] = []
     cpu_per_rec: list[float] = []
@@ -241,12 +251,17 @@ async def sampler(url: str, rounds: int, batches: int, sync: bool) -> list[str]:
         probe = Probe()
         elapsed = {False: 0.0, True: 0.0}
         lateness: dict[bool, list[float]] = {False: [], True: []}
+        pairs: list[float] = []
         for b in range(BLOCKS):
+            pair: dict[bool, float] = {}
             for on in (False, True) if b % 2 == 0 else (True, False):
                 caller = rec if on and not NULL else None
                 dt, lt = await sampler_round(caller, n, work, 0, sync)
                 elapsed[on] += dt
                 lateness[on].extend(lt)
+                pair[on] = dt
+            pairs.append(pair[False] / pair[True])
+        paired.append((statistics.median(pairs) - 1) * 100)
         cpu, wake = probe.done(BLOCKS * n * 31 // 10)
         change.append((elapsed[False] / elapsed[True] - 1) * 100)
         fine.append(await interleaved_sampler(rec, BLOCKS * n, work, sync))
@@ -257,6 +272,7 @@ async def sampler(url: str, rounds: int, batches: int, sync: bool) -> list[str]:
     assert st.dropped == 0 and st.pending == 0, st
     return [
         f"sampler throughput change, blocks: {gate(change, '%', lambda x: x > -1)}  (gate: > -1 %)",
+        f"  median over adjacent block pairs: {gate(paired, '%', lambda x: x > -1)}",
         f"  batches interleaved (the caller's own cost): {gate(fine, '%', lambda x: x > -1)}",
         f"  loop lateness added per await: {spread(late, 'us', 0)}",
         f"  flusher CPU per record: {spread(cpu_per_rec, 'us', 1)}; "
@@ -274,8 +290,8 @@ NULL = False
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, NULL
-    FLUSHER, NULL = args.flusher, args.null
+    global FLUSHER, NULL, BLOCKS
+    FLUSHER, NULL, BLOCKS = args.flusher, args.null, args.blocks
     workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     remote(server)
@@ -288,6 +304,7 @@ def main(args: argparse.Namespace) -> None:
         f"bench/bench_recorder_ab.py --rounds {args.rounds} --flusher {args.flusher}"
         + (" --sync-points" * args.sync_points)
         + f" --steps {args.steps} --batches {args.batches} --gpu-wait {args.gpu_wait}"
+        + f" --blocks {args.blocks}"
         + (" --null (both sides off: the noise floor)" * args.null)
     )
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
@@ -306,5 +323,6 @@ if __name__ == "__main__":
     )
     parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
     parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
+    parser.add_argument("--blocks", type=int, default=6, help="blocks a side per round")
     parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
     main(parser.parse_args())
