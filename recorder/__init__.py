@@ -7,9 +7,11 @@ I/O. The time is taken as a float (``time.time()``) unless the caller passes ``a
 **Flusher.** ``RecorderSettings.flusher`` picks who writes: ``"thread"`` (the default),
 ``"process"`` or ``"auto"`` (the process where it works: x86-64 POSIX with a plain
 redis-py client). ``"process"``: the record is
-encoded into compact bytes (one ``orjson.dumps``) in a ring shared with a flusher
-process (``_outbox``, ``_ring``, ``_process``, ``_child``), which does everything below,
-so the flush shares neither the caller's GIL nor its event loop. ``"thread"``: the
+appended to a local queue, and a porter thread moves batches of them, encoded into
+compact bytes (one ``orjson.dumps`` each), into a ring shared with a flusher process
+(``_outbox``, ``_ring``, ``_process``, ``_child``), which does everything below: the
+flush shares neither the caller's event loop nor its GIL beyond the porter's
+microseconds per record. ``"thread"``: the
 record is appended to a ``collections.deque`` and a daemon thread flushes (``Recorder``,
 ``AsyncRecorder.from_settings``), or for an ``AsyncRecorder`` given an asyncio client
 that cannot cross to a process, a task on the running loop. Either way the flusher
