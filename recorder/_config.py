@@ -39,9 +39,12 @@ class RecorderSettings:
     # Who flushes: "thread" (a thread in the caller's process), "process" (a flusher
     # process fed through shared memory: nothing of the flush runs in the caller's
     # process), or "auto": the process where it works (x86-64 POSIX, a plain redis-py
-    # client), else a thread. The thread is the default: on the 2-core machines measured
-    # (docs/benchmarks.md) the process mode was not cheaper for the caller, cost about
-    # 1 us more per record call and can shed while its process starts.
+    # client), else a thread. Since the porter (docs/benchmarks.md, issue 17, fourth
+    # pass) a process-mode record call costs what a thread-mode one does, and the flush
+    # holds the caller's GIL about 1.5 us a record instead of 7.7 us: "auto" is the
+    # choice for trainers and samplers. The thread stays the default: a second process
+    # per recorder (about a second of imports before its first write) is a deployment
+    # change to make on purpose.
     flusher: str = "thread"
     # The flusher process's niceness (added to the caller's): its work is never urgent,
     # and a trainer or sampler waking from a GPU wait should get a core first. Nice
