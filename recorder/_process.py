@@ -158,7 +158,8 @@ class ProcessFlusher:
     def wake(self) -> None:
         """Flush now, in the background (returns at once): the porter moves what the
         record calls queued into the ring and wakes the flusher process."""
-        self.outbox.ask_port()
+        if os.getpid() == self._owner:  # a forked process has no porter
+            self.outbox.ask_port()
 
     def _wake_process(self) -> None:
         """Tell the flusher process that the ring holds records to take."""
