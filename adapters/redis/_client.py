@@ -123,8 +123,9 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
     per-node pools do not wait, and a full one is reported busy all the same.
     """
     from redis.asyncio.cluster import RedisCluster
+    from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
-    from redis.retry import Retry
+    from redis.exceptions import ConnectionError as DroppedConnection
 
     common: dict[str, Any] = {
         "decode_responses": True,
@@ -134,9 +135,14 @@ def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
         "protocol": 2,
         "socket_timeout": settings.timeout_s,
         "socket_connect_timeout": settings.connect_timeout_s,
-        # One quick retry for a dropped connection, not redis-py's default of several,
-        # so a dead Redis costs a request about one timeout, not many.
-        "retry": Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
+        # One quick retry for a dropped connection (every read is idempotent), not
+        # redis-py's default of several, and none for a timeout, so a dead Redis costs a
+        # request about one timeout, not many. The asyncio client needs the asyncio
+        # Retry: given redis-py's sync one, it awaited the first attempt outside it and
+        # never retried.
+        "retry": Retry(
+            ExponentialBackoff(cap=0.2, base=0.05), 1, supported_errors=(DroppedConnection,)
+        ),
     }
     password = settings.secret()
     if password is not None:

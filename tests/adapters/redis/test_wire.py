@@ -232,25 +232,31 @@ async def _healthy(client: Any) -> None:
     assert got == [7]
 
 
-async def test_a_connection_killed_mid_read_fails_as_the_pipeline_and_spares_the_pool(
-    filled: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _kill_mid_read(
+    filled: str, monkeypatch: pytest.MonkeyPatch, times: int
+) -> tuple[list[object], list[int], Any, Any]:
+    """Each path (direct, redis-py's pipeline) reads a big batch while the pooled
+    connection is killed after the batch's first socket read: each new connection, up to
+    ``times`` kills per path. Returns each path's outcome (True: the expected answer, or
+    the error's class) and the killed connections."""
     build = await _big(filled)
     client = _store(filled, max_connections=1)
     client.connection_pool.connection_kwargs["client_name"] = "oi-wire-victim"
     killer = aioredis.Redis.from_url(filled)
     expected = await run(client, build, deadline_s=10, trips=RoundTrips())
     killed: list[int] = []
+    budget = [0]
 
     async def kill() -> None:
-        # the pooled connection: once per batch, after the batch's first socket read
         for c in await killer.client_list():
-            if c["name"] == "oi-wire-victim" and int(c["id"]) not in killed:
+            if c["name"] == "oi-wire-victim" and int(c["id"]) not in killed and budget[0]:
+                budget[0] -= 1
                 killed.append(int(c["id"]))
                 await killer.client_kill_filter(_id=str(c["id"]))
 
     outcomes: list[object] = []
     for direct in (True, False):
+        budget[0] = times
         reads = Reads(monkeypatch, 2, kill)
         pipe = client.pipeline(transaction=False)
         build(pipe)
@@ -258,20 +264,45 @@ async def test_a_connection_killed_mid_read_fails_as_the_pipeline_and_spares_the
             call = wire.execute(client, pipe, raise_on_error=True) if direct else pipe.execute()
             outcomes.append(_shape(await call) == _shape(expected))
         except rexc.RedisError as exc:
-            outcomes.append(_shape(exc))
+            outcomes.append(type(exc))
         monkeypatch.undo()
         assert reads.count > 2  # it was read on after the kill: killed half-way
         await _healthy(client)
-    # Both fail alike (the client's Retry is redis-py's sync one, which an asyncio
-    # connection's call_with_retry cannot retry with: no retry either way).
-    assert outcomes[0] == outcomes[1] == (rexc.ConnectionError, "Connection closed by server.")
+    return outcomes, killed, client, killer
+
+
+async def test_a_connection_killed_mid_read_is_retried_once_on_a_new_one(
+    filled: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client's one retry for a dropped connection, on both paths alike.
+    outcomes, killed, client, killer = await _kill_mid_read(filled, monkeypatch, times=1)
+    assert outcomes == [True, True]
     assert len(killed) == 2
+    await killer.aclose()
+    await client.aclose()
+
+
+async def test_a_connection_killed_mid_read_fails_as_the_pipeline_and_spares_the_pool(
+    filled: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build = await _big(filled)
+    outcomes, killed, client, killer = await _kill_mid_read(filled, monkeypatch, times=2)
+    # The retry's connection is killed too: both paths fail alike, after one retry each.
+    assert outcomes == [rexc.ConnectionError, rexc.ConnectionError]
+    assert len(killed) == 4
+
+    async def kill_all() -> None:
+        for c in await killer.client_list():
+            if c["name"] == "oi-wire-victim":
+                await killer.client_kill_filter(_id=str(c["id"]))
+
     # through run(): Redis "unreachable", as before
-    Reads(monkeypatch, 2, kill)
+    Reads(monkeypatch, 2, kill_all)
     with pytest.raises(BackendUnavailable):
         await run(client, build, deadline_s=10, trips=RoundTrips())
     monkeypatch.undo()
-    assert await run(client, build, deadline_s=10, trips=RoundTrips()) == expected
+    expected = await run(client, build, deadline_s=10, trips=RoundTrips())
+    assert expected and await run(client, build, deadline_s=10, trips=RoundTrips()) == expected
     await killer.aclose()
     await client.aclose()
 
