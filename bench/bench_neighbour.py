@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from workload import calibrate, cpu_work
 
 _NEIGHBOUR = """
-import os, sys, time
+import os, time
 os.sched_setaffinity(0, {%d})
 duty = %r
 while True:

@@ -11,10 +11,10 @@ which does everything else.
 
 Why a porter and not the encoding in the call (measured, docs/benchmarks.md, issue 17):
 a trainer makes its record calls right after waiting on its GPU, when the caller's
-caches are cold, and there the encoding put cost 28 us a call against 13 us for an
-append (an empty Python function: 16 us); in a warm loop both are 1 - 2 us. The porter
-holds the GIL about 1.5 us per record, in one stretch per batch, against the thread
-flusher's 7.7 us.
+caches are cold, and there the encoding put cost 49 - 69 us a call against 23 - 29 us
+for an append (an empty Python function: 8 - 13 us); in a warm loop both are 1 - 4 us.
+The porter holds the GIL about 1.5 us per record, in one stretch per batch, against the
+thread flusher's 7.7 us.
 
 The drop policy is the thread mode's, applied as a record enters the ring, counted
 against the records the flusher process has not taken into a batch yet (in the ring or
@@ -108,9 +108,9 @@ class Outbox:
         the porter asked (once) to move the batch now."""
         try:
             local = self.local
-            if self._stopping or self.closed or len(local) >= self.capacity:
+            if self._stopping or len(local) >= self.capacity:  # closing, closed or disowned
                 with self.lock:
-                    self._drop_locked("closed" if self._stopping or self.closed else "full", rec[0])
+                    self._drop_locked("closed" if self._stopping else "full", rec[0])
                 return
             local.append(rec)
             if not self._port_asked:
@@ -157,7 +157,7 @@ class Outbox:
                 try:
                     self._enter(rec)
                 except Exception:  # one record that cannot enter spoils only itself
-                    self.malformed(rec[0] if isinstance(rec[0], str) else "unknown")
+                    self.malformed(rec[0])
         return n
 
     def _enter(self, rec: tuple[str, tuple[Any, ...]]) -> None:

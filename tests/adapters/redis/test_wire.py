@@ -232,79 +232,81 @@ async def _healthy(client: Any) -> None:
     assert got == [7]
 
 
-async def _kill_mid_read(
-    filled: str, monkeypatch: pytest.MonkeyPatch, times: int
-) -> tuple[list[object], list[int], Any, Any]:
-    """Each path (direct, redis-py's pipeline) reads a big batch while the pooled
-    connection is killed after the batch's first socket read: each new connection, up to
-    ``times`` kills per path. Returns each path's outcome (True: the expected answer, or
-    the error's class) and the killed connections."""
-    build = await _big(filled)
-    client = _store(filled, max_connections=1)
-    client.connection_pool.connection_kwargs["client_name"] = "oi-wire-victim"
-    killer = aioredis.Redis.from_url(filled)
-    expected = await run(client, build, deadline_s=10, trips=RoundTrips())
-    killed: list[int] = []
-    budget = [0]
+class Victim:
+    """A one-connection store whose pooled connection another client kills after a
+    batch's first socket read: each new connection once, ``budget`` kills in all."""
 
-    async def kill() -> None:
-        for c in await killer.client_list():
-            if c["name"] == "oi-wire-victim" and int(c["id"]) not in killed and budget[0]:
-                budget[0] -= 1
-                killed.append(int(c["id"]))
-                await killer.client_kill_filter(_id=str(c["id"]))
+    def __init__(self, url: str) -> None:
+        self.client = _store(url, max_connections=1)
+        self.client.connection_pool.connection_kwargs["client_name"] = "oi-wire-victim"
+        self.killer = aioredis.Redis.from_url(url)
+        self.killed: list[int] = []
+        self.budget = 0
 
-    outcomes: list[object] = []
-    for direct in (True, False):
-        budget[0] = times
-        reads = Reads(monkeypatch, 2, kill)
-        pipe = client.pipeline(transaction=False)
-        build(pipe)
-        try:
-            call = wire.execute(client, pipe, raise_on_error=True) if direct else pipe.execute()
-            outcomes.append(_shape(await call) == _shape(expected))
-        except rexc.RedisError as exc:
-            outcomes.append(type(exc))
-        monkeypatch.undo()
-        assert reads.count > 2  # it was read on after the kill: killed half-way
-        await _healthy(client)
-    return outcomes, killed, client, killer
+    async def kill(self) -> None:
+        for c in await self.killer.client_list():
+            if c["name"] == "oi-wire-victim" and int(c["id"]) not in self.killed and self.budget:
+                self.budget -= 1
+                self.killed.append(int(c["id"]))
+                await self.killer.client_kill_filter(_id=str(c["id"]))
+
+    async def both_paths(
+        self, monkeypatch: pytest.MonkeyPatch, build: Any, expected: Any, kills: int
+    ) -> list[object]:
+        """Each path's outcome (direct, then redis-py's pipeline) under ``kills`` kills:
+        True for the expected answer, else the error's class."""
+        outcomes: list[object] = []
+        for direct in (True, False):
+            self.budget = kills
+            reads = Reads(monkeypatch, 2, self.kill)
+            pipe = self.client.pipeline(transaction=False)
+            build(pipe)
+            try:
+                client = self.client
+                call = wire.execute(client, pipe, raise_on_error=True) if direct else pipe.execute()
+                outcomes.append(_shape(await call) == _shape(expected))
+            except rexc.RedisError as exc:
+                outcomes.append(type(exc))
+            monkeypatch.undo()
+            assert reads.count > 2  # it was read on after the kill: killed half-way
+            await _healthy(self.client)
+        return outcomes
+
+    async def close(self) -> None:
+        await self.killer.aclose()
+        await self.client.aclose()
 
 
 async def test_a_connection_killed_mid_read_is_retried_once_on_a_new_one(
     filled: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The client's one retry for a dropped connection, on both paths alike.
-    outcomes, killed, client, killer = await _kill_mid_read(filled, monkeypatch, times=1)
-    assert outcomes == [True, True]
-    assert len(killed) == 2
-    await killer.aclose()
-    await client.aclose()
+    build = await _big(filled)
+    v = Victim(filled)
+    expected = await run(v.client, build, deadline_s=10, trips=RoundTrips())
+    assert await v.both_paths(monkeypatch, build, expected, kills=1) == [True, True]
+    assert len(v.killed) == 2
+    await v.close()
 
 
 async def test_a_connection_killed_mid_read_fails_as_the_pipeline_and_spares_the_pool(
     filled: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     build = await _big(filled)
-    outcomes, killed, client, killer = await _kill_mid_read(filled, monkeypatch, times=2)
+    v = Victim(filled)
+    expected = await run(v.client, build, deadline_s=10, trips=RoundTrips())
     # The retry's connection is killed too: both paths fail alike, after one retry each.
+    outcomes = await v.both_paths(monkeypatch, build, expected, kills=2)
     assert outcomes == [rexc.ConnectionError, rexc.ConnectionError]
-    assert len(killed) == 4
-
-    async def kill_all() -> None:
-        for c in await killer.client_list():
-            if c["name"] == "oi-wire-victim":
-                await killer.client_kill_filter(_id=str(c["id"]))
-
+    assert len(v.killed) == 4
     # through run(): Redis "unreachable", as before
-    Reads(monkeypatch, 2, kill_all)
+    v.budget = 2
+    Reads(monkeypatch, 2, v.kill)
     with pytest.raises(BackendUnavailable):
-        await run(client, build, deadline_s=10, trips=RoundTrips())
+        await run(v.client, build, deadline_s=10, trips=RoundTrips())
     monkeypatch.undo()
-    expected = await run(client, build, deadline_s=10, trips=RoundTrips())
-    assert expected and await run(client, build, deadline_s=10, trips=RoundTrips()) == expected
-    await killer.aclose()
-    await client.aclose()
+    assert await run(v.client, build, deadline_s=10, trips=RoundTrips()) == expected
+    await v.close()
 
 
 async def test_a_cancelled_read_disconnects_its_connection(
