@@ -11,7 +11,7 @@ from typing import Any, cast
 import fakeredis
 import pytest
 import redis.exceptions as rexc
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import (
@@ -202,6 +202,16 @@ def _record_calls() -> st.SearchStrategy[list[tuple[str, tuple[Any, ...]]]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=_record_calls())
+# An op started again after it finished: record by record its first duration's bucket is
+# counted and taken back, leaving a "0" field that the combined batch never writes.
+@example(
+    calls=[
+        ("op_started", ("a", "o1", "a")),
+        ("op_finished", ("a", "o1", "succeeded")),
+        ("op_accepted", ("a", "o1", "forward", 0, "a")),
+        ("op_started", ("a", "o1", "a")),
+    ]
+)
 def test_a_combined_batch_leaves_what_record_by_record_writes_leave(
     calls: list[tuple[str, tuple[Any, ...]]],
 ) -> None:
@@ -223,6 +233,10 @@ def test_a_combined_batch_leaves_what_record_by_record_writes_leave(
         for r in results:
             for key in [k for k in r if k.endswith((":rollup:steps", ":rollup"))]:
                 del r[key]
+    for r in results:  # a counter at 0 reads as one never written (state/rollup.py)
+        for key, (kind, value) in list(r.items()):
+            if key.endswith(":rollup") and kind == "hash":
+                r[key] = (kind, {f: v for f, v in value.items() if v != "0" or f == "last_step"})
     assert results[0] == results[1]
 
 
