@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -92,6 +93,20 @@ async def build_world(
 # -- documents ---------------------------------------------------------------------------
 
 
+def _pick(draw: Any, options: Sequence[Any]) -> Any:
+    """One of ``options``: drawn by hypothesis, or chosen by a seeded ``random.Random``."""
+    if isinstance(draw, random.Random):
+        return draw.choice(options)
+    return draw(st.sampled_from(options))
+
+
+def _some(draw: Any, names: list[str], least: int, most: int) -> list[str]:
+    """Between ``least`` and ``most`` distinct names, in a drawn order."""
+    if isinstance(draw, random.Random):
+        return draw.sample(names, draw.randint(least, min(most, len(names))))
+    return list(draw(st.lists(st.sampled_from(names), min_size=least, max_size=most, unique=True)))
+
+
 class Doc:
     def __init__(self) -> None:
         self.fragments: list[str] = []
@@ -105,20 +120,20 @@ def _literal(draw: Any, name: str, type_: GraphQLType, pool: list[str]) -> str |
         item = _literal(draw, name, inner.of_type, pool)
         return None if item is None else f"[{item}]"
     if isinstance(inner, GraphQLEnumType):
-        return str(draw(st.sampled_from(sorted(inner.values))))
+        return str(_pick(draw, (sorted(inner.values))))
     if isinstance(inner, GraphQLInputObjectType) or not isinstance(inner, GraphQLScalarType):
         return None
     kind = inner.name
     if kind == "Int":
-        return str(draw(st.sampled_from([0, 1, 2, 3, 20, -1, 101])))
+        return str(_pick(draw, ([0, 1, 2, 3, 20, -1, 101])))
     if kind == "Float":
-        return str(draw(st.sampled_from([60.0, 900.0, 1800.0, -1.0])))
+        return str(_pick(draw, ([60.0, 900.0, 1800.0, -1.0])))
     if kind == "Boolean":
-        return str(draw(st.sampled_from(["true", "false"])))
+        return str(_pick(draw, (["true", "false"])))
     if kind in ("ID", "String"):
         if name == "after":
-            return str(draw(st.sampled_from(['"bogus"', '"WyJzdGVwcyIsMS4wLCIxIl0"'])))
-        return json.dumps(draw(st.sampled_from(pool)))
+            return str(_pick(draw, (['"bogus"', '"WyJzdGVwcyIsMS4wLCIxIl0"'])))
+        return json.dumps(_pick(draw, (pool)))
     return None  # custom scalars (times, JSON) are left out
 
 
@@ -126,7 +141,7 @@ def _arguments(draw: Any, field: GraphQLField, pool: list[str]) -> str | None:
     parts = []
     for name, arg in field.args.items():
         required = isinstance(arg.type, GraphQLNonNull) and arg.default_value is Undefined
-        if not required and not draw(st.booleans()):
+        if not required and not _pick(draw, (False, True)):
             continue
         value = _literal(draw, name, arg.type, pool)
         if value is None:
@@ -145,11 +160,9 @@ RICH = ("sessions", "models", "model", "session", "attention", "nodes", "capacit
 def _selection(draw: Any, doc: Doc, type_: GraphQLObjectType, depth: int, pool: list[str]) -> str:
     names = sorted(type_.fields)
     wide = depth <= 2
-    chosen = draw(
-        st.lists(st.sampled_from(names), min_size=2 if wide else 1, max_size=5, unique=True)
-    )
+    chosen = _some(draw, names, 2 if wide else 1, 5)
     if depth == 1:
-        rich = draw(st.sampled_from(RICH))
+        rich = _pick(draw, (RICH))
         chosen = [rich, *(n for n in chosen if n != rich)]
     parts = []
     for name in chosen:
@@ -164,16 +177,16 @@ def _selection(draw: Any, doc: Doc, type_: GraphQLObjectType, depth: int, pool: 
                 continue
             sub = " { " + _selection(draw, doc, named, depth + 1, pool) + " }"
         alias = ""
-        if draw(st.integers(0, 4)) == 0:
+        if _pick(draw, range(5)) == 0:
             doc.aliases += 1
             alias = f"a{doc.aliases}: "
-        directive = draw(st.sampled_from(["", "", "", "skip:yes", "skip:no", "include:yes"]))
+        directive = _pick(draw, (["", "", "", "skip:yes", "skip:no", "include:yes"]))
         if directive:
             which, var = directive.split(":")
             doc.variables.add(var)
             directive = f" @{which}(if: ${var})"
         part = f"{alias}{name}{args}{directive}{sub}"
-        wrap = draw(st.sampled_from(["", "", "inline", "fragment"]))
+        wrap = _pick(draw, (["", "", "inline", "fragment"]))
         if wrap == "inline":
             part = f"... on {type_.name} {{ {part} }}"
         elif wrap == "fragment":
@@ -181,13 +194,13 @@ def _selection(draw: Any, doc: Doc, type_: GraphQLObjectType, depth: int, pool: 
             doc.fragments.append(f"fragment {fragment} on {type_.name} {{ {part} }}")
             part = f"...{fragment}"
         parts.append(part)
-    if draw(st.integers(0, 5)) == 0:
+    if _pick(draw, range(6)) == 0:
         parts.append("__typename")
     return " ".join(parts) or "__typename"
 
 
-@st.composite
-def documents(draw: Any, pool: list[str]) -> str:
+def document(draw: Any, pool: list[str]) -> str:
+    """A document drawn with hypothesis's ``draw`` or a seeded ``random.Random``."""
     doc = Doc()
     root = TYPES.query_type
     assert root is not None
@@ -298,12 +311,26 @@ def generated(examples: int) -> settings:
     )
 
 
+documents = st.composite(document)
+
+
 def check_generated(world: World, data: st.DataObject) -> None:
     """One generated document under one drawn fault: alike on both paths."""
     text = data.draw(documents(world.pool), label="document")
     fault = data.draw(st.sampled_from(FAULTS), label="fault")
     stock, fast = both(world, text, fault)
     assert fast == stock
+
+
+def check_seeded(world: World, seed: int) -> None:
+    """``check_generated`` with the document and fault chosen by ``random.Random(seed)``:
+    the same cases every run, without hypothesis's check that a replayed strategy draws
+    alike (that check failed once over a real redis-server, in CI, unexplained)."""
+    rnd = random.Random(seed)
+    text = document(rnd, world.pool)
+    fault = rnd.choice(FAULTS)
+    stock, fast = both(world, text, fault)
+    assert fast == stock, f"seed {seed}, fault {fault}:\n{text}"
 
 
 def check_siblings(world: World) -> None:
