@@ -223,17 +223,48 @@ def lower_priority(nice: int) -> None:
     process at nice 19 in its own autogroup took a core from a trainer at nice -10 when
     woken (docs/benchmarks.md, issue 17). So the group's niceness is set too.
     """
+    caller_nice = os.getpriority(os.PRIO_PROCESS, 0)  # inherited from the caller
     try:
         os.nice(nice)
     except OSError:  # a seccomp profile may refuse it: flush at the caller's priority
         log.debug("recorder: could not lower the flusher process's priority")
     try:
-        with open(f"/proc/{os.getppid()}/autogroup") as f:
-            caller = int(f.read().split()[-1])  # "/autogroup-85 nice 0"
+        caller = _read(f"/proc/{os.getppid()}/autogroup")
+        mine = _read("/proc/self/autogroup")
+    except OSError:  # no autogroups in this kernel: the nice above is it
+        return
+    target = group_nice(caller, caller_nice, mine, nice)
+    if target is None:
+        return
+    try:
         with open("/proc/self/autogroup", "w") as f:
-            f.write(str(min(19, caller + nice)))
-    except (OSError, ValueError, IndexError):  # no autogroups here: the nice above is it
-        pass
+            f.write(str(target))
+    except OSError:  # below the caller's group needs no privilege; refused, we tried
+        log.debug("recorder: could not lower the flusher process's scheduling group")
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def group_nice(caller: str, caller_nice: int, mine: str, nice: int) -> int | None:
+    """The niceness for this process's autogroup, from the caller's and this process's
+    ``/proc/<pid>/autogroup`` ("/autogroup-85 nice 0", or empty for a process in no
+    autogroup), or None where there is nothing to set.
+
+    A caller in no autogroup (its session is init's, as under a service manager or a CI
+    runner that never called setsid) runs in the root task group itself, where its own
+    niceness is its weight against our group: ours goes ``nice`` below that.
+    """
+    if not mine.split():
+        return None  # this process is in no autogroup: its niceness is its weight
+    words = caller.split()
+    try:
+        base = int(words[-1]) if words else caller_nice
+    except ValueError:
+        return None
+    return max(-20, min(19, base + nice))
 
 
 def main() -> None:
