@@ -63,9 +63,32 @@ class RecorderBase:
         self._flow = Flow(s, self.retention, self._buffer, self._status, self._wid_of(worker))
         self._wid = self._wid_of(worker)
         self._clock = clock
-        # Where record calls put (the thread mode's buffer, or the process mode's ring).
+        # Where record calls put: the thread mode's buffer, or the process mode's outbox.
         self._door: Buffer | Outbox = self._buffer
-        self._put = self._buffer.put  # the hot path: one bound method call
+        self._attach(self._buffer)
+
+    def _attach(self, door: Buffer | Outbox) -> None:
+        """Point the record calls at ``door``'s queue, fast limit and slow path.
+
+        The calls a trainer makes every op (``op_*``, ``step_metrics``, ``sampler_batch``,
+        ``client_log``) append to the queue themselves instead of calling the door: a
+        record call is made first thing after a GPU wait, when the CPU's caches are cold,
+        and there a second Python frame cost about 4 us of a 20 us call
+        (docs/benchmarks.md, issue 17). The door keeps the limit copied here in step
+        (``on_fast``): at close it drops to -1 and every call takes the slow path.
+        """
+        old = self._door
+        if old is not door and self._mirror_fast in old.on_fast:
+            old.on_fast.remove(self._mirror_fast)
+        self._door = door
+        self._q, self._fast, self._slow = door.inlet()
+        self._put = door.put  # the calls made once in a while
+        door.on_fast.append(self._mirror_fast)
+        if isinstance(door, Outbox):
+            door.status_fields = self._worker_state.fields  # the porter sends them
+
+    def _mirror_fast(self, n: int) -> None:
+        self._fast = n
 
     @staticmethod
     def _wid_of(worker: WorkerInfo | None) -> str | None:
@@ -152,26 +175,37 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            self._put(
-                (
-                    "op_accepted",
-                    (mid, oid, kind, step, self._clock() if at is None else at, session_id),
-                )
+            rec = (
+                "op_accepted",
+                (mid, oid, kind, step, self._clock() if at is None else at, session_id),
             )
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
-            self._put(("op_enqueued", (mid, oid, self._clock() if at is None else at)))
+            rec = ("op_enqueued", (mid, oid, self._clock() if at is None else at))
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
-            if worker_id == self._wid:
-                self._worker_state.current = (mid, oid)
-            self._put(("op_started", (mid, oid, worker_id, self._clock() if at is None else at)))
+            rec = ("op_started", (mid, oid, worker_id, self._clock() if at is None else at))
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_started")
 
@@ -185,22 +219,22 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            state = self._worker_state
-            if state.current is not None and state.current[1] == oid:
-                state.current = None
-            self._put(
+            rec = (
+                "op_finished",
                 (
-                    "op_finished",
-                    (
-                        mid,
-                        oid,
-                        status,
-                        self._clock() if at is None else at,
-                        dict(metrics) if metrics else None,
-                        error,
-                    ),
-                )
+                    mid,
+                    oid,
+                    status,
+                    self._clock() if at is None else at,
+                    dict(metrics) if metrics else None,
+                    error,
+                ),
             )
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_finished")
 
@@ -213,12 +247,15 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            self._put(
-                (
-                    "step_metrics",
-                    (mid, step, dict(metrics), self._clock() if at is None else at, finished),
-                )
+            rec = (
+                "step_metrics",
+                (mid, step, dict(metrics), self._clock() if at is None else at, finished),
             )
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("step_metrics")
 
@@ -272,22 +309,25 @@ class RecorderBase:
         ``worker_id`` defaults to this recorder's ``WorkerInfo``.
         """
         try:
-            self._put(
+            rec = (
+                "sampler_batch",
                 (
-                    "sampler_batch",
-                    (
-                        mid,
-                        batch_size,
-                        prompt_tokens,
-                        generated_tokens,
-                        latency_s,
-                        queue_depth,
-                        worker_id,
-                        op_id,
-                        self._clock() if at is None else at,
-                    ),
-                )
+                    mid,
+                    batch_size,
+                    prompt_tokens,
+                    generated_tokens,
+                    latency_s,
+                    queue_depth,
+                    worker_id,
+                    op_id,
+                    self._clock() if at is None else at,
+                ),
             )
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("sampler_batch")
 
@@ -301,18 +341,21 @@ class RecorderBase:
     ) -> None:
         """A log line the client reported for model ``mid`` (``level``: name or number)."""
         try:
-            self._put(
+            rec = (
+                "client_log",
                 (
-                    "client_log",
-                    (
-                        mid,
-                        level,
-                        message,
-                        dict(fields) if fields else None,
-                        self._clock() if at is None else at,
-                    ),
-                )
+                    mid,
+                    level,
+                    message,
+                    dict(fields) if fields else None,
+                    self._clock() if at is None else at,
+                ),
             )
+            q = self._q
+            if len(q) < self._fast:
+                q.append(rec)
+            else:
+                self._slow(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("client_log")
 
@@ -354,8 +397,8 @@ class RecorderBase:
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
-        state = self._worker_state
-        with self._door.lock:
-            state.fields = {**state.fields, **fields}
-        if isinstance(self._door, Outbox):
-            self._door.note_status(fields)
+        # One dict update (atomic under the GIL; the heartbeat copies the dict as it reads
+        # it): a trainer calls this every step, and the lock and encoding it once took
+        # cost 50 us there. In the process mode the porter sends the fields.
+        self._worker_state.fields.update(fields)
+        self._door.status_dirty = True

@@ -129,8 +129,6 @@ class Child:
                 self._undecodable()
                 k = KIND_INDEX["unknown"]
             else:
-                if self.wid is not None:
-                    self._track(kind, args)
                 queue.append((kind, tuple(args)))
             by_kind[k] += 1
             n += 1
@@ -145,14 +143,6 @@ class Child:
             self.buffer.drop_locked("invalid", "unknown")
             self.buffer.taken += 1
             self.buffer.settled += 1
-
-    def _track(self, kind: str, args: list[Any]) -> None:
-        """The op this worker runs, for its heartbeat (as the caller's record calls do)."""
-        state = self.status.state
-        if kind == "op_started" and args[2] == self.wid:
-            state.current = (args[0], args[1])
-        elif kind == "op_finished" and state.current is not None and state.current[1] == args[1]:
-            state.current = None
 
     def sync_door(self) -> None:
         """The recorder's drops at the door, into the counters this process publishes."""

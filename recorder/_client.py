@@ -62,8 +62,7 @@ class ClientRecorder(RecorderBase, Generic[C]):
             log.exception("recorder: the flusher process did not start; a thread flushes")
             ring.close()
             return None
-        self._door = outbox
-        self._put = outbox.put
+        self._attach(outbox)
         return process
 
     def _init_flusher(self, client: C | None, start: bool) -> None:

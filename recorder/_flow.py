@@ -153,8 +153,28 @@ class Flow:
             return None
         p = Pending(records, self._seq)
         self._seq += len(records)
+        if self._wid is not None:
+            self._track(records)
         self._compile(p)
         return p
+
+    def _track(self, records: list[Record]) -> None:
+        """The op this worker runs, for its heartbeat, from the records as they are taken
+        (the record calls leave it to us: a trainer makes them where every instruction
+        is cold, docs/benchmarks.md, issue 17). The heartbeat sent with a batch is as of
+        that batch."""
+        state = self.status.state
+        for kind, args in records:
+            try:
+                if kind == "op_started":
+                    if args[2] == self._wid:
+                        state.current = (args[0], args[1])
+                elif kind == "op_finished":
+                    cur = state.current
+                    if cur is not None and cur[1] == args[1]:
+                        state.current = None
+            except Exception:  # a record that cannot say spoils only itself
+                continue
 
     def prefetch(self) -> None:
         """Take and compile the next batch while Redis works on the one just sent."""

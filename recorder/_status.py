@@ -37,7 +37,8 @@ def recorder_counters(b: Batch, rid: str, fields: Mapping[str, Any], at: float) 
 
 @dataclass
 class WorkerState:
-    """What the worker's heartbeat reports besides the counters (set by record calls)."""
+    """What the worker's heartbeat reports besides the counters: the op it runs (kept by
+    the flow as it takes records) and the ``set_status`` fields."""
 
     current: tuple[str, str] | None = None  # (model, op) this worker runs
     fields: dict[str, Any] = field(default_factory=dict)  # ``set_status``

@@ -4,6 +4,7 @@ process that dies, and the choice of mode."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -28,7 +29,7 @@ from openrl_inspect.recorder._child import group_nice
 from openrl_inspect.recorder._process import ProcessFlusher
 from openrl_inspect.recorder._ring import supported
 from openrl_inspect.state import keys
-from support.recorder_faults import SilentServer, count_present, persist_on_shutdown
+from support.recorder_faults import SilentServer, count_present, persist_on_shutdown, wait_until
 from support.redis_server import RedisServer, require_redis
 
 pytestmark = [
@@ -115,6 +116,59 @@ def test_status_fields_and_the_current_op_reach_the_heartbeat(redis_server: Any)
     payload = client.hget(keys.worker("pm-trainer"), "payload")
     client.close()
     assert payload is not None and '"step":7' in payload and '"current_op":"pm-op"' in payload
+
+
+def worker_payload(url: str, wid: str) -> dict[str, Any]:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        raw = client.hget(keys.worker(wid), "payload")
+    finally:
+        client.close()
+    return dict(json.loads(raw)) if raw else {}
+
+
+def test_status_fields_reach_the_heartbeat_while_running_and_the_latest_wins(
+    redis_server: Any,
+) -> None:
+    # set_status only updates a dict; the porter sends the fields at its next port
+    worker = WorkerInfo("pm-status", "trainer", "pod", "node", "pm-m", ("GPU-0",))
+    s = settings(redis_server.url, heartbeat_every_s=0.05)
+    rec = Recorder.from_settings(s, worker=worker)
+    try:
+        rec.set_status(step=1, phase="warm-up")
+        rec.set_status(step=2)
+        rec.op_accepted("pm-m", "op-1", "forward_backward", 2)
+        wait_until(
+            lambda: worker_payload(redis_server.url, "pm-status").get("step") == 2,
+            what="step 2 in the heartbeat",
+        )
+        assert worker_payload(redis_server.url, "pm-status")["phase"] == "warm-up"
+        # a value the JSON encoder refuses spoils neither the porter nor the records
+        rec.set_status(step=3, handle=object())
+        rec.op_accepted("pm-m", "op-2", "forward_backward", 3)
+        assert flushed(rec) == 2
+        wait_until(
+            lambda: worker_payload(redis_server.url, "pm-status").get("step") == 3,
+            what="step 3 in the heartbeat",
+        )
+    finally:
+        st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped) == (2, 2, 0)
+
+
+@pytest.mark.parametrize("flusher", ["thread", "process"])
+def test_every_call_after_close_is_counted_closed(redis_server: Any, flusher: str) -> None:
+    # the hot calls append to the queue themselves; the door's close reaches their limit
+    rec = Recorder.from_settings(settings(redis_server.url, flusher=flusher), KEEP_ALL)
+    rec.op_accepted("pm-z", "op-1", "forward_backward", 1)
+    assert rec.close(10).written == 1
+    rec.op_accepted("pm-z", "op-2", "forward_backward", 1)
+    rec.op_finished("pm-z", "op-2", metrics={"loss": 1.0})
+    rec.sampler_batch("pm-z", 8, 512, 1024, 0.05, 3, worker_id="sampler-0")
+    rec.session_opened("sess-z", "alice")
+    st = rec.stats()
+    assert (st.recorded, st.written, st.dropped, st.pending) == (5, 1, 4, 0)
+    assert dict(st.dropped_by_reason) == {"closed": 4}
 
 
 def test_redis_stopped_and_restarted_loses_nothing() -> None:

@@ -33,7 +33,7 @@ from openrl_inspect.recorder import (
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import ModelRecord, OpRecord, WorkerRecord
-from support.recorder_faults import SilentServer, count_present, persist_on_shutdown
+from support.recorder_faults import SilentServer, count_present, persist_on_shutdown, wait_until
 from support.redis_server import RedisServer, require_redis
 
 pytestmark = pytest.mark.redis_server
@@ -56,15 +56,6 @@ def fault_settings(url: str, **overrides: Any) -> RecorderSettings:
     }
     values.update(overrides)
     return RecorderSettings(**values)
-
-
-def wait_until(cond: Any, bound_s: float = 8.0, what: str = "condition") -> None:
-    """Liveness only: fail instead of hanging if ``cond`` never becomes true."""
-    deadline = time.monotonic() + bound_s
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not happen within {bound_s}s")
-        time.sleep(0.01)
 
 
 async def poll_until(cond: Any, what: str, bound_s: float = 8.0) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
 import redis
 from openrl_inspect.state import keys
 
@@ -82,3 +84,12 @@ def count_present(client: Any, model_ids: Iterable[str], op_ids: Iterable[tuple[
     for mid, oid in op_ids:
         pipe.exists(keys.op(mid, oid))
     return int(sum(pipe.execute()))
+
+
+def wait_until(cond: Any, bound_s: float = 8.0, what: str = "condition") -> None:
+    """Liveness only: fail instead of hanging if ``cond`` never becomes true."""
+    deadline = time.monotonic() + bound_s
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {bound_s}s")
+        time.sleep(0.01)
