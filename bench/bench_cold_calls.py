@@ -12,7 +12,12 @@ times, interleaved, ``work -> wait -> one call`` for:
   flusher not started, so only the call is timed), first after the wait, and again right
   after (warm).
 
+With ``--per-method thread|process`` it times instead each call a trainer makes every
+step (as ``bench_recorder.py``'s trainer makes them), one at a time, first after the
+wait, beside the empty function.
+
     .venv/bin/python bench/bench_cold_calls.py [--samples 400] [--wait sleep|spin]
+    .venv/bin/python bench/bench_cold_calls.py --per-method process
 """
 
 from __future__ import annotations
@@ -45,9 +50,64 @@ def empty(
     return None
 
 
+def per_method(args: argparse.Namespace, url: str) -> None:
+    """Each of a trainer's per-step calls, first after the wait, interleaved."""
+    rec = Recorder.from_settings(
+        RecorderSettings(url=url, flush_at_exit=False, flusher=args.per_method, capacity=10**7),
+        start=False,
+    )
+    metrics = {"loss": 0.5, "tokens": 65536}
+    step_metrics = {"reward_mean": 0.6, "kl": 0.004}
+    calls: dict[str, Callable[[int, str], None]] = {
+        "empty": lambda i, oid: empty("model-1", oid, metrics=metrics),
+        "op_accepted": lambda i, oid: rec.op_accepted(
+            "model-1", oid, "forward_backward", i, session_id="sess-1"
+        ),
+        "op_enqueued": lambda i, oid: rec.op_enqueued("model-1", oid),
+        "op_started": lambda i, oid: rec.op_started("model-1", oid, "trainer-0"),
+        "op_finished": lambda i, oid: rec.op_finished("model-1", oid, metrics=metrics),
+        "step_metrics": lambda i, oid: rec.step_metrics("model-1", i, step_metrics, finished=True),
+        "set_status": lambda i, oid: rec.set_status(step=i),
+    }
+    work = calibrate(0.004)
+    cold: dict[str, list[float]] = {k: [] for k in calls}
+    pc = time.perf_counter
+    try:
+        for i in range(args.samples):
+            order = list(calls.items())
+            if i % 2:
+                order.reverse()
+            for name, call in order:
+                oid = f"op-{i}"
+                cpu_work(work)
+                gpu_wait(0.005)
+                t0 = pc()
+                call(i, oid)
+                cold[name].append(pc() - t0)
+    finally:
+        rec.close(0)
+    print(
+        f"bench/bench_cold_calls.py --per-method {args.per_method} --samples {args.samples} "
+        f"--wait {args.wait}: load average {os.getloadavg()[0]:.2f}"
+    )
+    print("| call (a lambda around it) | first after the wait, median [q1 - q3] |")
+    print("|---|---|")
+    for name, xs in cold.items():
+        q = statistics.quantiles(xs, n=4)
+        print(
+            f"| {name} | {statistics.median(xs) * 1e6:.1f} us [{q[0] * 1e6:.1f} - {q[2] * 1e6:.1f}] |"
+        )
+
+
 def main(args: argparse.Namespace) -> None:
     workload.SPIN = args.wait == "spin"
     server = RedisServer().start()
+    if args.per_method:
+        try:
+            per_method(args, server.url)
+        finally:
+            server.cleanup()
+        return
     recorders = {
         mode: Recorder.from_settings(
             RecorderSettings(url=server.url, flush_at_exit=False, flusher=mode, capacity=10**6),
@@ -103,4 +163,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--wait", choices=("sleep", "spin"), default="spin")
+    parser.add_argument(
+        "--per-method", choices=("thread", "process"), help="each of a trainer's calls"
+    )
     main(parser.parse_args())

@@ -66,7 +66,8 @@ FLUSHER = "thread"  # --flusher (the recorder's default)
 SYNC = False  # --sync-points: the callers call flush_soon() before a GPU wait
 # Each round of 3. and 4. alternates this many blocks off and on (ABBA...), pooled per
 # side: load that comes and goes over seconds on a shared machine hits both alike.
-BLOCKS = 6
+BLOCKS = 6  # --blocks
+NULL = False  # --null: an A/A, the recorder running and called on neither side
 
 
 def settings(url: str, **kw: Any) -> RecorderSettings:
@@ -229,7 +230,8 @@ async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) 
         elapsed = {False: 0.0, True: 0.0}
         for b in range(BLOCKS):
             for side in (False, True) if b % 2 == 0 else (True, False):
-                elapsed[side] += n / await sampler_round(rec if side else None, n, work, gpu_s)
+                called = rec if side and not NULL else None
+                elapsed[side] += n / await sampler_round(called, n, work, gpu_s)
         off.append(BLOCKS * n / elapsed[False])
         on.append(BLOCKS * n / elapsed[True])
     st = await rec.close(30)
@@ -289,7 +291,8 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
         for b in range(BLOCKS):
             for side in (False, True) if b % 2 == 0 else (True, False):
                 base = (r * BLOCKS + b) * n
-                times[side] += trainer_round(rec if side else None, n, work, gpu_s, base)
+                called = rec if side and not NULL else None
+                times[side] += trainer_round(called, n, work, gpu_s, base)
         off.append(statistics.median(times[False]) * 1000)
         on.append(statistics.median(times[True]) * 1000)
     st = rec.close(30)
@@ -306,8 +309,8 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, SYNC
-    FLUSHER, SYNC = args.flusher, args.sync_points
+    global FLUSHER, SYNC, BLOCKS, NULL
+    FLUSHER, SYNC, BLOCKS, NULL = args.flusher, args.sync_points, args.blocks, args.null
     workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     try:
@@ -345,6 +348,8 @@ def main(args: argparse.Namespace) -> None:
         f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''}, "
         f"flusher={args.flusher}, gpu-wait={args.gpu_wait}"
         + (", sync points" * args.sync_points)
+        + f", {args.blocks} blocks a side per round"
+        + (", A/A: called on neither side" * args.null)
         + ")"
     )
     print(
@@ -363,6 +368,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--sync-points", action="store_true", help="call flush_soon() before a GPU wait"
     )
+    parser.add_argument(
+        "--blocks", type=int, default=6, help="blocks a side per round, alternating (ABBA)"
+    )
+    parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
     parser.add_argument(
         "--sections", default="hot,throughput,sampler,trainer", help="which parts to run"
     )

@@ -73,4 +73,8 @@ def gate(xs: list[float], unit: str, within: Callable[[float], bool]) -> str:
     """Median and [min - max] of paired changes, and whether the whole spread is within."""
     med = statistics.median(xs)
     held = "held" if all(within(x) for x in xs) else "NOT held over the spread"
-    return f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held}"
+    rounds = " ".join(f"{x:+.2f}" for x in xs)
+    return (
+        f"{med:+.2f} {unit} [{min(xs):+.2f} - {max(xs):+.2f}] (n={len(xs)}); {held} "
+        f"(in round order: {rounds})"
+    )
