@@ -68,6 +68,36 @@ SYNC = False  # --sync-points: the callers call flush_soon() before a GPU wait
 # side: load that comes and goes over seconds on a shared machine hits both alike.
 BLOCKS = 6  # --blocks
 NULL = False  # --null: an A/A, the recorder running and called on neither side
+STUB = False  # --stub: the on side calls methods that do nothing (any Python API's floor)
+
+
+class Stub:
+    """The trainer's record methods, doing nothing: what the calls alone cost there."""
+
+    def op_accepted(
+        self, mid: str, oid: str, kind: str, step: int, session_id: str | None = None
+    ) -> None:
+        pass
+
+    def op_enqueued(self, mid: str, oid: str) -> None:
+        pass
+
+    def op_started(self, mid: str, oid: str, worker_id: str) -> None:
+        pass
+
+    def op_finished(self, mid: str, oid: str, metrics: dict[str, Any] | None = None) -> None:
+        pass
+
+    def step_metrics(
+        self, mid: str, step: int, metrics: dict[str, Any], finished: bool = False
+    ) -> None:
+        pass
+
+    def set_status(self, **fields: Any) -> None:
+        pass
+
+    def flush_soon(self) -> None:
+        pass
 
 
 def settings(url: str, **kw: Any) -> RecorderSettings:
@@ -251,7 +281,7 @@ async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) 
 
 
 def trainer_round(
-    rec: Recorder | None, steps: int, work: int, gpu_s: float, base: int
+    rec: Recorder | Stub | None, steps: int, work: int, gpu_s: float, base: int
 ) -> list[float]:
     times = []
     for s in range(steps):
@@ -291,7 +321,7 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
         for b in range(BLOCKS):
             for side in (False, True) if b % 2 == 0 else (True, False):
                 base = (r * BLOCKS + b) * n
-                called = rec if side and not NULL else None
+                called = (Stub() if STUB else rec) if side and not NULL else None
                 times[side] += trainer_round(called, n, work, gpu_s, base)
         off.append(statistics.median(times[False]) * 1000)
         on.append(statistics.median(times[True]) * 1000)
@@ -309,8 +339,9 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, SYNC, BLOCKS, NULL
+    global FLUSHER, SYNC, BLOCKS, NULL, STUB
     FLUSHER, SYNC, BLOCKS, NULL = args.flusher, args.sync_points, args.blocks, args.null
+    STUB = args.stub
     workload.SPIN = args.gpu_wait == "spin"
     server = RedisServer().start()
     try:
@@ -350,6 +381,7 @@ def main(args: argparse.Namespace) -> None:
         + (", sync points" * args.sync_points)
         + f", {args.blocks} blocks a side per round"
         + (", A/A: called on neither side" * args.null)
+        + (", trainer: the on side calls methods that do nothing" * args.stub)
         + ")"
     )
     print(
@@ -372,6 +404,9 @@ if __name__ == "__main__":
         "--blocks", type=int, default=6, help="blocks a side per round, alternating (ABBA)"
     )
     parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
+    parser.add_argument(
+        "--stub", action="store_true", help="trainer: the on side calls methods that do nothing"
+    )
     parser.add_argument(
         "--sections", default="hot,throughput,sampler,trainer", help="which parts to run"
     )
