@@ -8,10 +8,6 @@ kind writes is ``_writes.WRITES[kind]``.
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -19,17 +15,16 @@ from typing import Any
 
 from openrl_inspect.domain import OpStatus
 from openrl_inspect.recorder._buffer import Buffer
-from openrl_inspect.recorder._config import RecorderSettings, RecorderStats, Retention, WorkerInfo
+from openrl_inspect.recorder._config import (
+    RecorderSettings,
+    RecorderStats,
+    Retention,
+    WorkerInfo,
+    default_recorder_id,
+)
 from openrl_inspect.recorder._flow import Flow
 from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._status import Status
-
-_SAFE_ID = re.compile(r"[^A-Za-z0-9._:@/-]")
-
-
-def _default_id() -> str:
-    host = _SAFE_ID.sub("-", socket.gethostname())[:64].strip("-.:@/") or "host"
-    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 class RecorderBase:
@@ -54,7 +49,7 @@ class RecorderBase:
         self.settings = s
         self.retention = retention or Retention()
         self.worker = worker
-        self.recorder_id = s.recorder_id or _default_id()
+        self.recorder_id = s.recorder_id or default_recorder_id()
         self._buffer = Buffer(s, s.batch_size, s.capacity)
         self.batch_size = self._buffer.batch_size
         self.capacity = self._buffer.capacity
@@ -70,13 +65,10 @@ class RecorderBase:
     def _attach(self, door: Buffer | Outbox) -> None:
         """Point the record calls at ``door``'s queue, fast limit and slow path.
 
-        The calls a trainer makes every op (``op_*``, ``step_metrics``, ``sampler_batch``,
-        ``client_log``) append to the queue themselves instead of calling the door: a
-        record call is made first thing after a GPU wait, when the CPU's caches are cold,
-        and there a second Python frame cost about 4 us of a 20 us call
-        (docs/benchmarks.md, issue 17). The door keeps the limit copied here in step
-        (``on_fast``): at close it drops to -1 and every call takes the slow path.
-        """
+        The per-op calls append to the queue themselves, one Python frame and not two: a
+        trainer makes them right after a GPU wait, caches cold (docs/benchmarks.md, issue
+        17). The door keeps their copy of its limit in step (``on_fast``): at close it
+        drops to -1, and every call takes the slow path."""
         old = self._door
         if old is not door and self._mirror_fast in old.on_fast:
             old.on_fast.remove(self._mirror_fast)
@@ -397,8 +389,7 @@ class RecorderBase:
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
-        # One dict update (atomic under the GIL; the heartbeat copies the dict as it reads
-        # it): a trainer calls this every step, and the lock and encoding it once took
-        # cost 50 us there. In the process mode the porter sends the fields.
+        # A dict update, atomic under the GIL (the heartbeat copies the dict): a lock and an
+        # encoding here cost a trainer 30-65 us a step. The process mode's porter sends it.
         self._worker_state.fields.update(fields)
         self._door.status_dirty = True

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import secrets
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -112,3 +116,12 @@ class Retention:
     max_log_message_chars: int = 4_096
     # Recorder counters hashes (``oi:recorder:RID``) and their index.
     recorder_ttl_s: float = 1 * DAY
+
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._:@/-]")
+
+
+def default_recorder_id() -> str:
+    """``host-pid-random``: unique per process, readable in the recorder's Redis hash."""
+    host = _SAFE_ID.sub("-", socket.gethostname())[:64].strip("-.:@/") or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
