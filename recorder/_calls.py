@@ -210,7 +210,7 @@ class RecorderBase:
         error: str | None = None,
         at: float | None = None,
     ) -> None:
-        try:
+        try:  # {**m} copies without dict()'s type call: 2-5 us less cold (issue 17)
             rec = (
                 "op_finished",
                 (
@@ -218,7 +218,7 @@ class RecorderBase:
                     oid,
                     status,
                     self._clock() if at is None else at,
-                    dict(metrics) if metrics else None,
+                    {**metrics} if metrics else None,
                     error,
                 ),
             )
@@ -241,7 +241,7 @@ class RecorderBase:
         try:
             rec = (
                 "step_metrics",
-                (mid, step, dict(metrics), self._clock() if at is None else at, finished),
+                (mid, step, {**metrics}, self._clock() if at is None else at, finished),
             )
             q = self._q
             if len(q) < self._fast:
@@ -339,7 +339,7 @@ class RecorderBase:
                     mid,
                     level,
                     message,
-                    dict(fields) if fields else None,
+                    {**fields} if fields else None,
                     self._clock() if at is None else at,
                 ),
             )
