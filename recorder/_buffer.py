@@ -54,9 +54,6 @@ class Buffer:
         self._trigger = self.batch_size
         # Below this length a record is appended with no further check.
         self._fast = min(self._trigger, self._shed)
-        # Called with the new limit whenever it changes: the record calls keep a copy of
-        # it next to the queue, so that a call is one frame (see ``RecorderBase._attach``).
-        self.on_fast: list[Callable[[int], None]] = []
         self.status_dirty = False  # set_status: read at the next heartbeat (nothing to do)
         self.queue: deque[Record] = deque()
         # Asks the flusher to run now (the size trigger); set by whoever flushes.
@@ -84,11 +81,6 @@ class Buffer:
             queue.append(rec)
         else:
             self._overflow(rec)
-
-    def inlet(self) -> tuple[deque[Record], int, Callable[[Record], None]]:
-        """What a record call inlines (``RecorderBase._attach``): the queue, the length
-        below which it appends with no further check, and the path past it."""
-        return self.queue, self._fast, self._overflow
 
     def _overflow(self, rec: Record) -> None:
         try:
@@ -142,12 +134,7 @@ class Buffer:
         """Refuse every record from now on (counted ``closed``)."""
         with self.lock:
             self.closed = True
-            self._set_fast(-1)  # every new record goes through _overflow, which drops it
-
-    def _set_fast(self, n: int) -> None:
-        self._fast = n
-        for mirror in self.on_fast:
-            mirror(n)
+            self._fast = -1  # every new record goes through _overflow, which drops it
 
     def drop_queued(self, reason: str) -> None:
         """Count what is still queued as dropped (at the shutdown deadline)."""

@@ -63,24 +63,11 @@ class RecorderBase:
         self._attach(self._buffer)
 
     def _attach(self, door: Buffer | Outbox) -> None:
-        """Point the record calls at ``door``'s queue, fast limit and slow path.
-
-        The per-op calls append to the queue themselves, one Python frame and not two: a
-        trainer makes them right after a GPU wait, caches cold (docs/benchmarks.md, issue
-        17). The door keeps their copy of its limit in step (``on_fast``): at close it
-        drops to -1, and every call takes the slow path."""
-        old = self._door
-        if old is not door and self._mirror_fast in old.on_fast:
-            old.on_fast.remove(self._mirror_fast)
+        """Point the record calls at ``door`` (the buffer, or the process mode's outbox)."""
         self._door = door
-        self._q, self._fast, self._slow = door.inlet()
-        self._put = door.put  # the calls made once in a while
-        door.on_fast.append(self._mirror_fast)
+        self._put = door.put  # the hot path: one bound method call
         if isinstance(door, Outbox):
             door.status_fields = self._worker_state.fields  # the porter sends them
-
-    def _mirror_fast(self, n: int) -> None:
-        self._fast = n
 
     @staticmethod
     def _wid_of(worker: WorkerInfo | None) -> str | None:
@@ -171,33 +158,21 @@ class RecorderBase:
                 "op_accepted",
                 (mid, oid, kind, step, self._clock() if at is None else at, session_id),
             )
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
             rec = ("op_enqueued", (mid, oid, self._clock() if at is None else at))
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
             rec = ("op_started", (mid, oid, worker_id, self._clock() if at is None else at))
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_started")
 
@@ -222,11 +197,7 @@ class RecorderBase:
                     error,
                 ),
             )
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("op_finished")
 
@@ -243,11 +214,7 @@ class RecorderBase:
                 "step_metrics",
                 (mid, step, {**metrics}, self._clock() if at is None else at, finished),
             )
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("step_metrics")
 
@@ -315,11 +282,7 @@ class RecorderBase:
                     self._clock() if at is None else at,
                 ),
             )
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("sampler_batch")
 
@@ -343,11 +306,7 @@ class RecorderBase:
                     self._clock() if at is None else at,
                 ),
             )
-            q = self._q
-            if len(q) < self._fast:
-                q.append(rec)
-            else:
-                self._slow(rec)
+            self._put(rec)
         except Exception:  # never into the caller: counted as malformed
             self._door.malformed("client_log")
 

@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 import orjson
-from openrl_inspect.recorder._buffer import Record, say_malformed
+from openrl_inspect.recorder._buffer import say_malformed
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
 from openrl_inspect.recorder._ring import FLOW, KIND_INDEX, KINDS, Counters, Ring, door_word
 from openrl_inspect.recorder._writes import LOW_VALUE
@@ -74,8 +74,6 @@ class Outbox:
         # The local queue: the record calls append, the porter takes (``port``).
         self.local: deque[tuple[str, tuple[Any, ...]]] = deque()
         self._local_fast = batch_size  # the hot path's limit: beyond it, ask for a port
-        # Called with the new limit whenever it changes (as ``Buffer.on_fast``).
-        self.on_fast: list[Callable[[int], None]] = []
         # set_status changed ``status_fields``: the porter sends them (``note_status``),
         # so the caller pays a dict update, not an encoding and a lock.
         self.status_dirty = False
@@ -108,15 +106,6 @@ class Outbox:
             local.append(rec)
         else:
             self._overflow(rec)
-
-    def inlet(self) -> tuple[deque[Record], int, Callable[[Record], None]]:
-        """As ``Buffer.inlet``: the local queue, its fast limit and the slow path."""
-        return self.local, self._local_fast, self._overflow
-
-    def _set_fast(self, n: int) -> None:
-        self._local_fast = n
-        for mirror in self.on_fast:
-            mirror(n)
 
     def _overflow(self, rec: tuple[str, tuple[Any, ...]]) -> None:
         """A put past the hot path's limit: refused when closed or full, else kept and
@@ -282,7 +271,7 @@ class Outbox:
         """Move what the local queue holds into the ring, then refuse every record from now
         on (counted ``closed``) and stop the porter."""
         self._stopping = True  # new puts take the slow path, which refuses them
-        self._set_fast(-1)
+        self._local_fast = -1
         self._port_ev.set()
         self.port()
         with self.lock:
@@ -302,7 +291,7 @@ class Outbox:
         self.local = deque()  # the records of the process forked from
         self._porter = None  # threads do not survive a fork
         self._stopping = True
-        self._set_fast(-1)
+        self._local_fast = -1
         self.closed = True
         self._lim_count = -1
         self._door = {}

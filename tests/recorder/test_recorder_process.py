@@ -158,7 +158,7 @@ def test_status_fields_reach_the_heartbeat_while_running_and_the_latest_wins(
 
 @pytest.mark.parametrize("flusher", ["thread", "process"])
 def test_every_call_after_close_is_counted_closed(redis_server: Any, flusher: str) -> None:
-    # the hot calls append to the queue themselves; the door's close reaches their limit
+    # once the door is closed, frequent and rare calls alike are refused and counted
     rec = Recorder.from_settings(settings(redis_server.url, flusher=flusher), KEEP_ALL)
     rec.op_accepted("pm-z", "op-1", "forward_backward", 1)
     assert rec.close(10).written == 1
