@@ -205,11 +205,13 @@ class Outbox:
 
     def _append_locked(self, data: bytes, tail: int) -> bool:
         n, off, head, size = len(data), self._off, self._head, self._size
-        gap = size - off if off + n > size else 0
+        wraps = off + n > size
+        gap = size - off if wraps else 0
         if head + gap + n - tail > size:
             return False  # the ring's bytes are full
-        if gap:
-            self._data[off:size] = b" " * gap  # JSON whitespace: the reader skips it
+        if wraps:  # also when the last record ended exactly at the end: no gap, offset 0
+            if gap:
+                self._data[off:size] = b" " * gap  # JSON whitespace: the reader skips it
             off = 0
         self._data[off : off + n] = data
         self._off = off + n
