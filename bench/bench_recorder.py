@@ -313,18 +313,25 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
     rec = Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
     off: list[float] = []
     on: list[float] = []
+    paired: list[float] = []  # per round: the median over adjacent block pairs
     trainer_round(rec, steps // 4, work, gpu_s, 10_000_000)  # warm-up
     rec.flush(30)
     n = max(1, steps // BLOCKS)
     for r in range(rounds):
         times: dict[bool, list[float]] = {False: [], True: []}
+        pairs: list[float] = []
         for b in range(BLOCKS):
+            block: dict[bool, float] = {}
             for side in (False, True) if b % 2 == 0 else (True, False):
                 base = (r * BLOCKS + b) * n
                 called = (Stub() if STUB else rec) if side and not NULL else None
-                times[side] += trainer_round(called, n, work, gpu_s, base)
+                st = trainer_round(called, n, work, gpu_s, base)
+                times[side] += st
+                block[side] = statistics.median(st)
+            pairs.append((block[True] / block[False] - 1) * 100)
         off.append(statistics.median(times[False]) * 1000)
         on.append(statistics.median(times[True]) * 1000)
+        paired.append(statistics.median(pairs))
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
@@ -335,6 +342,9 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
         f"{st.written:,} records written, 0 dropped | |",
         f"| trainer step time change (on/off, paired) | "
         f"{gate(change, '%', lambda x: x < 0.5)} | positive = slower | regression < 0.5% |",
+        f"| trainer step time change, median over adjacent block pairs | "
+        f"{gate(paired, '%', lambda x: x < 0.5)} | the same blocks; robust to a drift of "
+        "the host's speed within a round | regression < 0.5% |",
     ]
 
 
