@@ -325,9 +325,9 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
             for side in (False, True) if b % 2 == 0 else (True, False):
                 base = (r * BLOCKS + b) * n
                 called = (Stub() if STUB else rec) if side and not NULL else None
-                st = trainer_round(called, n, work, gpu_s, base)
-                times[side] += st
-                block[side] = statistics.median(st)
+                step_times = trainer_round(called, n, work, gpu_s, base)
+                times[side] += step_times
+                block[side] = statistics.median(step_times)
             pairs.append((block[True] / block[False] - 1) * 100)
         off.append(statistics.median(times[False]) * 1000)
         on.append(statistics.median(times[True]) * 1000)

@@ -25,7 +25,7 @@ entry is a copy and three stores.
 
 What a record call calls (``entry``) is the queue's own ``append`` while the porter
 (``_porter``) runs and the calls come steadily but slower than a batch per look: a C
-call, no Python frame, 4 - 5 us less first after a wait (docs/benchmarks.md, issue 17).
+call, no Python frame, 1 - 4 us less first after a wait (docs/benchmarks.md, issue 17).
 Faster callers, idle ones, an outbox whose porter has not looked yet and a closed one
 get ``put``, which checks the queue's length on every call and refuses a record beyond
 ``capacity`` (``full``): the local queue holds at most ``capacity`` records, and a

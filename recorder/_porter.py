@@ -8,7 +8,7 @@ the queue directly (``Outbox.choose_entry``) and the porter looks at the queue e
 ``POLL_S``: a look finds a batch in time, and the queue cannot outgrow a look's worth of
 calls. A caller faster than that, or idle for an interval, gets ``put`` again, which
 asks for the moves itself; the porter then looks once an interval, so that an idle
-process is not woken 50 times a second.
+process is not woken 20 times a second.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("openrl_inspect.recorder")
 
-# How often the porter looks at the local queue. The most records it can hold beyond a
-# batch is a look's worth of calls (about 50,000 at the fastest a Python caller can make
-# them); a trainer pays nothing it can measure for the looks, made while its thread
-# mostly waits on the GPU with the GIL released (docs/benchmarks.md, issue 17).
-POLL_S = 0.02
+# How often the porter looks at the local queue while the calls append to it unchecked.
+# The most records it can hold beyond a batch is a look's worth of calls (about 125,000
+# at the fastest a Python caller makes them). A look costs the porter thread about
+# 0.1 ms of CPU (a wake-up on this VM): 20 a second are 2 - 3 ms/s, against the 1 - 4 us
+# each record call saves (docs/benchmarks.md, issue 17, sixth pass).
+POLL_S = 0.05
 
 
 class Porter:
