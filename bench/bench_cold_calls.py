@@ -14,10 +14,14 @@ times, interleaved, ``work -> wait -> one call`` for:
 
 With ``--per-method thread|process`` it times instead each call a trainer makes every
 step (as ``bench_recorder.py``'s trainer makes them), one at a time, first after the
-wait, beside the empty function.
+wait, beside the empty function. With ``--paths`` it times, in one process, a process
+mode recorder's ``op_enqueued`` and ``op_finished`` through each path a record can take
+into the local queue: ``Outbox.put`` (the length check in Python) and the queue's own
+``append`` (what a steady caller's calls use, ``Outbox.entry``).
 
     .venv/bin/python bench/bench_cold_calls.py [--samples 400] [--wait sleep|spin]
     .venv/bin/python bench/bench_cold_calls.py --per-method process
+    .venv/bin/python bench/bench_cold_calls.py --paths [--samples 300]
 """
 
 from __future__ import annotations
@@ -69,27 +73,34 @@ def per_method(args: argparse.Namespace, url: str) -> None:
         "step_metrics": lambda i, oid: rec.step_metrics("model-1", i, step_metrics, finished=True),
         "set_status": lambda i, oid: rec.set_status(step=i),
     }
+    try:
+        cold = time_cold(calls, args.samples)
+    finally:
+        rec.close(0)
+    table(f"--per-method {args.per_method} --samples {args.samples} --wait {args.wait}", cold)
+
+
+def time_cold(calls: dict[str, Callable[[int, str], None]], samples: int) -> dict[str, list[float]]:
+    """Each call first after the trainer's work and wait, the order reversed each sample."""
     work = calibrate(0.004)
     cold: dict[str, list[float]] = {k: [] for k in calls}
     pc = time.perf_counter
-    try:
-        for i in range(args.samples):
-            order = list(calls.items())
-            if i % 2:
-                order.reverse()
-            for name, call in order:
-                oid = f"op-{i}"
-                cpu_work(work)
-                gpu_wait(0.005)
-                t0 = pc()
-                call(i, oid)
-                cold[name].append(pc() - t0)
-    finally:
-        rec.close(0)
-    print(
-        f"bench/bench_cold_calls.py --per-method {args.per_method} --samples {args.samples} "
-        f"--wait {args.wait}: load average {os.getloadavg()[0]:.2f}"
-    )
+    for i in range(samples):
+        order = list(calls.items())
+        if i % 2:
+            order.reverse()
+        for name, call in order:
+            oid = f"op-{i}"
+            cpu_work(work)
+            gpu_wait(0.005)
+            t0 = pc()
+            call(i, oid)
+            cold[name].append(pc() - t0)
+    return cold
+
+
+def table(flags: str, cold: dict[str, list[float]]) -> None:
+    print(f"bench/bench_cold_calls.py {flags}: load average {os.getloadavg()[0]:.2f}")
     print("| call (a lambda around it) | first after the wait, median [q1 - q3] |")
     print("|---|---|")
     for name, xs in cold.items():
@@ -99,9 +110,48 @@ def per_method(args: argparse.Namespace, url: str) -> None:
         )
 
 
+def per_op(
+    rec: Recorder, m: dict[str, Any]
+) -> tuple[Callable[[int, str], None], Callable[[int, str], None]]:
+    return (
+        lambda i, oid: rec.op_enqueued("model-1", oid),
+        lambda i, oid: rec.op_finished("model-1", oid, metrics=m),
+    )
+
+
+def paths(args: argparse.Namespace, url: str) -> None:
+    """The same calls through ``Outbox.put`` and through the queue's ``append``."""
+    settings = RecorderSettings(url=url, flush_at_exit=False, flusher="process", capacity=10**7)
+    recs = {p: Recorder.from_settings(settings, start=False) for p in ("put", "append")}
+    for path, rec in recs.items():
+        process = rec._process
+        assert process is not None, "the process mode is needed"
+        box = process.outbox
+        box.on_entry = lambda entry: None  # the porter's choice is not followed here
+        rec._put = box.put if path == "put" else box.local.append
+    m = {"loss": 0.5, "tokens": 65536}
+    calls: dict[str, Callable[[int, str], None]] = {
+        "empty": lambda i, oid: empty("model-1", oid, metrics=m),
+    }
+    for path, rec in recs.items():
+        calls[f"op_enqueued via {path}"], calls[f"op_finished via {path}"] = per_op(rec, m)
+    try:
+        cold = time_cold(calls, args.samples)
+    finally:
+        for rec in recs.values():
+            rec.close(1)
+    table(f"--paths --samples {args.samples} --wait {args.wait}", cold)
+
+
 def main(args: argparse.Namespace) -> None:
     workload.SPIN = args.wait == "spin"
     server = RedisServer().start()
+    if args.paths:
+        try:
+            paths(args, server.url)
+        finally:
+            server.cleanup()
+        return
     if args.per_method:
         try:
             per_method(args, server.url)
@@ -166,4 +216,5 @@ if __name__ == "__main__":
     parser.add_argument(
         "--per-method", choices=("thread", "process"), help="each of a trainer's calls"
     )
+    parser.add_argument("--paths", action="store_true", help="through put, and the append")
     main(parser.parse_args())
