@@ -17,7 +17,7 @@ step (as ``bench_recorder.py``'s trainer makes them), one at a time, first after
 wait, beside the empty function. With ``--paths`` it times, in one process, a process
 mode recorder's ``op_enqueued`` and ``op_finished`` through each path a record can take
 into the local queue: ``Outbox.put`` (the length check in Python) and the queue's own
-``append`` (what a steady caller's calls use, ``Outbox.entry``).
+``append`` (no check: tried for a steady caller and taken out, docs/benchmarks.md).
 
     .venv/bin/python bench/bench_cold_calls.py [--samples 400] [--wait sleep|spin]
     .venv/bin/python bench/bench_cold_calls.py --per-method process
@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -126,9 +126,8 @@ def paths(args: argparse.Namespace, url: str) -> None:
     for path, rec in recs.items():
         process = rec._process
         assert process is not None, "the process mode is needed"
-        box = process.outbox
-        box.on_entry = lambda entry: None  # the porter's choice is not followed here
-        rec._put = box.put if path == "put" else box.local.append
+        box = process.outbox  # "append": what a put with no check would cost
+        cast(Any, rec)._put = box.put if path == "put" else box.local.append
     m = {"loss": 0.5, "tokens": 65536}
     calls: dict[str, Callable[[int, str], None]] = {
         "empty": lambda i, oid: empty("model-1", oid, metrics=m),

@@ -9,7 +9,6 @@ kind writes is ``_writes.WRITES[kind]``.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,19 +25,6 @@ from openrl_inspect.recorder._config import (
 from openrl_inspect.recorder._flow import Flow
 from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._status import Status
-
-
-def _rebind(rec: RecorderBase, door: Outbox) -> Callable[[Callable[[Any], None]], None]:
-    """What ``door`` calls when it changes what the record calls call (``Outbox.entry``);
-    it holds the recorder weakly, so that a recorder dropped without ``close`` is freed."""
-    ref = weakref.ref(rec)
-
-    def rebind(entry: Callable[[Any], None]) -> None:
-        r = ref()
-        if r is not None and r._door is door:
-            r._put = entry
-
-    return rebind
 
 
 class RecorderBase:
@@ -79,12 +65,9 @@ class RecorderBase:
     def _attach(self, door: Buffer | Outbox) -> None:
         """Point the record calls at ``door`` (the buffer, or the process mode's outbox)."""
         self._door = door
-        # the hot path: one bound method call (or, in the process mode, the queue's append)
-        self._put: Callable[[tuple[str, tuple[Any, ...]]], None] = door.put
+        self._put = door.put  # the hot path: one bound method call
         if isinstance(door, Outbox):
             door.status_fields = self._worker_state.fields  # the porter sends them
-            self._put = door.entry
-            door.on_entry = _rebind(self, door)
 
     @staticmethod
     def _wid_of(worker: WorkerInfo | None) -> str | None:

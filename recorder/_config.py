@@ -44,9 +44,8 @@ class RecorderSettings:
     # process fed through shared memory: nothing of the flush runs in the caller's
     # process), or "auto": the process where it works (x86-64 POSIX, a plain redis-py
     # client), else a thread. Since the porter (docs/benchmarks.md, issue 17, fourth
-    # pass) a process-mode record call costs what a thread-mode one does (a steady
-    # caller's, 1 - 4 us less cold: sixth pass), and the flush holds the caller's GIL
-    # about 1.5 us a record instead of 7.7 us: "auto" is the
+    # pass) a process-mode record call costs what a thread-mode one does, and the flush
+    # holds the caller's GIL about 1.5 us a record instead of 7.7 us: "auto" is the
     # choice for trainers and samplers. The thread stays the default: a second process
     # per recorder (about a second of imports before its first write) is a deployment
     # change to make on purpose.

@@ -19,17 +19,10 @@ thread flusher's 7.7 us.
 The drop policy is the thread mode's, applied as a record enters the ring, counted
 against the records the flusher process has not taken into a batch yet (in the ring or
 its queue): below the shed level every record is kept, from it low-value records are
-dropped, at ``capacity`` (or when the ring's bytes are full) every record. The ring's
-door checks run only when the last known numbers say a limit may be near, so the common
+dropped, at ``capacity`` (or when the ring's bytes are full) every record. The local
+queue holds at most ``capacity`` records (beyond: dropped, ``full``). The ring's door
+checks run only when the last known numbers say a limit may be near, so the common
 entry is a copy and three stores.
-
-What a record call calls (``entry``) is the queue's own ``append`` while the porter
-(``_porter``) runs and the calls come steadily but slower than a batch per look: a C
-call, no Python frame, 1 - 4 us less first after a wait (docs/benchmarks.md, issue 17).
-Faster callers, idle ones, an outbox whose porter has not looked yet and a closed one
-get ``put``, which checks the queue's length on every call and refuses a record beyond
-``capacity`` (``full``): the local queue holds at most ``capacity`` records, and a
-look's worth more in the moment a caller turns fast.
 """
 
 from __future__ import annotations
@@ -46,7 +39,6 @@ from typing import Any
 import orjson
 from openrl_inspect.recorder._buffer import say_malformed
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
-from openrl_inspect.recorder._porter import Porter
 from openrl_inspect.recorder._ring import FLOW, KIND_INDEX, KINDS, Counters, Ring, door_word
 from openrl_inspect.recorder._writes import LOW_VALUE
 
@@ -56,14 +48,8 @@ _dumps = orjson.dumps
 _NL = orjson.OPT_APPEND_NEWLINE
 STATUS_KIND = ""  # a frame that carries ``set_status`` fields, not a record
 
-Record = tuple[str, tuple[Any, ...]]
-
 
 def _nothing() -> None:
-    pass
-
-
-def _ignore(entry: Callable[[Record], None]) -> None:
     pass
 
 
@@ -86,20 +72,18 @@ class Outbox:
         self.lock = threading.Lock()
         self.closed = False
         # The local queue: the record calls append, the porter takes (``port``).
-        self.local: deque[Record] = deque()
+        self.local: deque[tuple[str, tuple[Any, ...]]] = deque()
         self._local_fast = batch_size  # the hot path's limit: beyond it, ask for a port
-        # What the record calls call: ``put``, or ``local.append`` while the porter runs
-        # and the calls are slow (``choose_entry``); ``on_entry`` tells the recorder.
-        self.entry: Callable[[Record], None] = self.put
-        self.on_entry: Callable[[Callable[[Record], None]], None] = _ignore
-        self._moved = 0  # records port() took off the local queue, ever
-        self._refused = 0  # records put refused, ever (unlocked: only a rate is made of it)
         # set_status changed ``status_fields``: the porter sends them (``note_status``),
         # so the caller pays a dict update, not an encoding and a lock.
         self.status_dirty = False
         self.status_fields: dict[str, Any] = {}
-        self._port_lock = threading.Lock()  # one port at a time: the ring keeps call order
-        self.porter = Porter(self, s.flush_interval_s)
+        self._port_lock = threading.Lock()  # one porter at a time: the ring keeps call order
+        self._port_asked = False  # a port asked by the hot path, not done yet
+        self._nudge_asked = False  # flush_soon: wake the flusher process after the port
+        self._port_ev = threading.Event()
+        self._porter: threading.Thread | None = None
+        self._interval = s.flush_interval_s
         self._stopping = False
         self.wake: Callable[[], None] = _nothing  # the size trigger: asks the flusher to pull
         self.check: Callable[[], None] = _nothing  # is the flusher process alive?
@@ -116,14 +100,14 @@ class Outbox:
 
     # -- the hot path and the porter ------------------------------------------------------
 
-    def put(self, rec: Record) -> None:
+    def put(self, rec: tuple[str, tuple[Any, ...]]) -> None:
         local = self.local
         if len(local) < self._local_fast:
             local.append(rec)
         else:
             self._overflow(rec)
 
-    def _overflow(self, rec: Record) -> None:
+    def _overflow(self, rec: tuple[str, tuple[Any, ...]]) -> None:
         """A put past the hot path's limit: refused when closed or full, else kept and
         the porter asked (once) to move the batch now."""
         try:
@@ -131,56 +115,62 @@ class Outbox:
             if self._stopping or len(local) >= self.capacity:  # closing, closed or disowned
                 with self.lock:
                     self._drop_locked("closed" if self._stopping else "full", rec[0])
-                self._refused += 1
                 return
             local.append(rec)
-            self.porter.ask()
+            if not self._port_asked:
+                self._port_asked = True
+                self._port_ev.set()
         except Exception:  # never raise into the caller
             log.debug("recorder: overflow handling failed", exc_info=True)
 
-    def seen(self) -> int:
-        """Record calls that reached the door, ever (the caller's rate, by the porter's
-        looks: those ``put`` refused count, or a full queue would pass for a slow caller)."""
-        return self._moved + len(self.local) + self._refused
+    def start_porter(self) -> None:
+        """Start the porter thread (idempotent)."""
+        if self._porter is None and not self._stopping:
+            self._porter = threading.Thread(
+                target=self._run_porter, name="openrl-recorder-porter", daemon=True
+            )
+            self._porter.start()
 
-    def choose_entry(self, slow: bool) -> None:
-        """From the porter: the queue's ``append`` for the record calls while they come
-        slower than a batch per look, else ``put`` (see the module docstring)."""
-        with self._port_lock:
+    def ask_port(self) -> None:
+        """Have the porter move the local queue into the ring now and wake the flusher
+        process (``flush_soon``); returns at once."""
+        self._nudge_asked = True
+        self._port_ev.set()
+
+    def _run_porter(self) -> None:
+        while not self._stopping:
+            self._port_ev.wait(self._interval)
+            self._port_ev.clear()
             if self._stopping:
                 return
-            want = self.local.append if slow else self.put
-            if want != self.entry:
-                self._set_entry(want)
-
-    def _set_entry(self, entry: Callable[[Record], None]) -> None:
-        self.entry = entry
-        self.on_entry(entry)
+            try:
+                asked, self._nudge_asked = self._nudge_asked, False
+                if self.port() or asked:
+                    self.wake()
+            except Exception:  # the porter must outlive anything
+                log.exception("recorder: moving records into the ring failed")
 
     def port(self) -> int:
-        """Move the records the local queue holds now into the ring, in call order (not
-        those appended meanwhile: a caller faster than the porter cannot keep it here);
-        returns how many."""
+        """Move the local queue into the ring, in call order; returns how many."""
         local, n = self.local, 0
         with self._port_lock:
-            self.porter.asked = False
+            self._port_asked = False
             if self.status_dirty:
                 self.status_dirty = False  # first: a set_status racing this one re-marks it
                 try:
                     self.note_status(dict(self.status_fields))
                 except Exception:  # never into the porter or a flush
                     log.debug("recorder: status fields not sent", exc_info=True)
-            for _ in range(len(local)):
+            while local:
                 rec = local.popleft()
                 n += 1
                 try:
                     self._enter(rec)
                 except Exception:  # one record that cannot enter spoils only itself
                     self.malformed(rec[0])
-            self._moved += n
         return n
 
-    def _enter(self, rec: Record) -> None:
+    def _enter(self, rec: tuple[str, tuple[Any, ...]]) -> None:
         """One record into the ring, through the door's drop policy."""
         try:
             data = _dumps(rec, option=_NL)
@@ -282,21 +272,14 @@ class Outbox:
     def close(self) -> None:
         """Move what the local queue holds into the ring, then refuse every record from now
         on (counted ``closed``) and stop the porter."""
-        with self._port_lock:
-            self._stopping = True  # new puts take the slow path, which refuses them
-            self._local_fast = -1
-            self._set_entry(self.put)
-        self.porter.stop()
+        self._stopping = True  # new puts take the slow path, which refuses them
+        self._local_fast = -1
+        self._port_ev.set()
         self.port()
         with self.lock:
             self.closed = True
             self._lim_count = -1
-        self._refuse_stragglers()
-
-    def _refuse_stragglers(self) -> None:
-        """Records that raced the close into the local queue, counted ``closed``: a call
-        past its limit check, or that took ``entry`` before it changed, can append after
-        the last port (``stats`` looks again, so none is left pending)."""
+        # A put that raced the first port (past its limit check before it changed).
         while self.local:
             rec = self.local.popleft()
             with self.lock:
@@ -308,10 +291,9 @@ class Outbox:
         self.lock = threading.Lock()  # the fork may have copied it held
         self._port_lock = threading.Lock()
         self.local = deque()  # the records of the process forked from
-        self.porter.forget()
+        self._porter = None  # threads do not survive a fork
         self._stopping = True
         self._local_fast = -1
-        self._set_entry(self.put)  # the recorder's calls appended to the old queue
         self.closed = True
         self._lim_count = -1
         self._door = {}
@@ -336,15 +318,11 @@ class Outbox:
 
     @property
     def pending(self) -> int:
-        if self.closed:
-            self._refuse_stragglers()
         with self._port_lock, self.lock:  # no record between the queue and the ring
             return len(self.local) + self._count - self.counters().settled
 
     def stats(self, recorder_id: str) -> RecorderStats:
         self.check()
-        if self.closed:
-            self._refuse_stragglers()
         with self._port_lock, self.lock:  # no record between the queue and the ring
             count = len(self.local) + self._count
             door = dict(self._door)

@@ -99,7 +99,7 @@ class ProcessFlusher:
         outbox.wake = self._wake_process
         outbox.check = self.check
         self._spawn()
-        outbox.porter.start()
+        outbox.start_porter()
 
     @staticmethod
     def ring_size(s: RecorderSettings, capacity: int) -> int:
@@ -159,7 +159,7 @@ class ProcessFlusher:
         """Flush now, in the background (returns at once): the porter moves what the
         record calls queued into the ring and wakes the flusher process."""
         if os.getpid() == self._owner:  # a forked process has no porter
-            self.outbox.porter.nudge()
+            self.outbox.ask_port()
 
     def _wake_process(self) -> None:
         """Tell the flusher process that the ring holds records to take."""

@@ -9,12 +9,12 @@ import time
 from typing import Any
 
 import pytest
-from openrl_inspect.recorder import Recorder, RecorderSettings, Retention
+from openrl_inspect.recorder import Recorder
 from openrl_inspect.recorder._ring import supported
+from support.recorder_settings import KEEP_ALL, recorder_settings
 
 pytestmark = pytest.mark.redis_server
 
-KEEP_ALL = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=10_000_000)
 MODES = [
     "thread",
     pytest.param(
@@ -32,16 +32,7 @@ def queue_of(rec: Recorder) -> Any:
 @pytest.mark.parametrize("flusher", MODES)
 def test_a_fast_caller_keeps_the_queue_within_capacity(redis_server: Any, flusher: str) -> None:
     capacity = 2_000
-    settings = RecorderSettings(
-        url=redis_server.url,
-        flusher=flusher,
-        capacity=capacity,
-        batch_size=200,
-        flush_interval_s=0.05,
-        socket_timeout_s=0.3,
-        connect_timeout_s=0.3,
-        flush_at_exit=False,
-    )
+    settings = recorder_settings(redis_server.url, flusher=flusher, capacity=capacity)
     rec = Recorder.from_settings(settings, KEEP_ALL)
     assert (rec._process is not None) == (flusher == "process")
     queue, longest, calls = queue_of(rec), 0, 0

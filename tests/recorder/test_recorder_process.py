@@ -22,7 +22,6 @@ from openrl_inspect.recorder import (
     Recorder,
     RecorderBase,
     RecorderSettings,
-    Retention,
     WorkerInfo,
 )
 from openrl_inspect.recorder._child import group_nice
@@ -30,31 +29,13 @@ from openrl_inspect.recorder._process import ProcessFlusher
 from openrl_inspect.recorder._ring import supported
 from openrl_inspect.state import keys
 from support.recorder_faults import SilentServer, count_present, persist_on_shutdown, wait_until
+from support.recorder_settings import KEEP_ALL, recorder_settings
 from support.redis_server import RedisServer, require_redis
 
 pytestmark = [
     pytest.mark.redis_server,
     pytest.mark.skipif(not supported(), reason="no process mode on this platform"),
 ]
-
-KEEP_ALL = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=10_000_000)
-
-
-def settings(url: str, **overrides: Any) -> RecorderSettings:
-    values: dict[str, Any] = {
-        "url": url,
-        "flusher": "process",
-        "capacity": 50_000,
-        "batch_size": 200,
-        "flush_interval_s": 0.05,
-        "socket_timeout_s": 0.3,
-        "connect_timeout_s": 0.3,
-        "backoff_base_s": 0.02,
-        "backoff_cap_s": 0.2,
-        "flush_at_exit": False,
-    }
-    values.update(overrides)
-    return RecorderSettings(**values)
 
 
 def record_pairs(rec: RecorderBase, start: int, n: int, models: list[str]) -> None:
@@ -90,7 +71,7 @@ def flusher_of(rec: Recorder | AsyncRecorder) -> ProcessFlusher:
 def test_every_record_is_written_and_counted_exactly(redis_server: Any) -> None:
     client = redis.Redis.from_url(redis_server.url, decode_responses=True)
     client.flushall()
-    rec = Recorder(client, KEEP_ALL, settings=settings(redis_server.url))
+    rec = Recorder(client, KEEP_ALL, settings=recorder_settings(redis_server.url))
     flusher_of(rec)
     models = ["pm-a", "pm-b"]
     record_pairs(rec, 0, 5_000, models)
@@ -108,7 +89,7 @@ def test_every_record_is_written_and_counted_exactly(redis_server: Any) -> None:
 
 def test_status_fields_and_the_current_op_reach_the_heartbeat(redis_server: Any) -> None:
     worker = WorkerInfo("pm-trainer", "trainer", "pod", "node", "pm-m", ("GPU-0",))
-    rec = Recorder.from_settings(settings(redis_server.url), worker=worker)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), worker=worker)
     rec.op_started("pm-m", "pm-op", "pm-trainer")
     rec.set_status(step=7)
     rec.close(10)
@@ -132,7 +113,7 @@ def test_status_fields_reach_the_heartbeat_while_running_and_the_latest_wins(
 ) -> None:
     # set_status only updates a dict; the porter sends the fields at its next port
     worker = WorkerInfo("pm-status", "trainer", "pod", "node", "pm-m", ("GPU-0",))
-    s = settings(redis_server.url, heartbeat_every_s=0.05)
+    s = recorder_settings(redis_server.url, heartbeat_every_s=0.05)
     rec = Recorder.from_settings(s, worker=worker)
     try:
         rec.set_status(step=1, phase="warm-up")
@@ -159,7 +140,7 @@ def test_status_fields_reach_the_heartbeat_while_running_and_the_latest_wins(
 @pytest.mark.parametrize("flusher", ["thread", "process"])
 def test_every_call_after_close_is_counted_closed(redis_server: Any, flusher: str) -> None:
     # once the door is closed, frequent and rare calls alike are refused and counted
-    rec = Recorder.from_settings(settings(redis_server.url, flusher=flusher), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url, flusher=flusher), KEEP_ALL)
     rec.op_accepted("pm-z", "op-1", "forward_backward", 1)
     assert rec.close(10).written == 1
     rec.op_accepted("pm-z", "op-2", "forward_backward", 1)
@@ -176,7 +157,7 @@ def test_redis_stopped_and_restarted_loses_nothing() -> None:
     server = RedisServer().start()
     try:
         persist_on_shutdown(server.url)
-        rec = Recorder.from_settings(settings(server.url), KEEP_ALL)
+        rec = Recorder.from_settings(recorder_settings(server.url), KEEP_ALL)
         models = ["pm-x", "pm-y"]
         record_pairs(rec, 0, 500, models)
         assert flushed(rec) == 1_000
@@ -198,7 +179,7 @@ def test_redis_stopped_and_restarted_loses_nothing() -> None:
 
 def test_close_returns_at_its_deadline_and_counts_the_rest_as_shutdown() -> None:
     silent = SilentServer()
-    rec = Recorder.from_settings(settings(silent.url, socket_timeout_s=60.0))
+    rec = Recorder.from_settings(recorder_settings(silent.url, socket_timeout_s=60.0))
     try:
         record_pairs(rec, 0, 1_000, ["pm-s"])
         assert silent.received.wait(10), "the flusher process never sent its pipeline"
@@ -213,7 +194,7 @@ def test_close_returns_at_its_deadline_and_counts_the_rest_as_shutdown() -> None
 
 
 def test_a_flusher_process_that_dies_is_counted_and_replaced(redis_server: Any) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     models = ["pm-k"]
     record_pairs(rec, 0, 500, models)
     assert flushed(rec) == 1_000
@@ -238,7 +219,7 @@ async def test_async_recorder_with_an_asyncio_client_flushes_from_a_process(
     redis_server: Any,
 ) -> None:
     client = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
-    rec = AsyncRecorder(client, KEEP_ALL, settings=settings(redis_server.url))
+    rec = AsyncRecorder(client, KEEP_ALL, settings=recorder_settings(redis_server.url))
     flusher_of(rec)
     record_pairs(rec, 0, 1_000, ["pm-as"])
     await rec.flush(30)
@@ -251,7 +232,7 @@ async def test_async_recorder_with_an_asyncio_client_flushes_from_a_process(
 def test_many_threads_record_into_the_ring_and_every_record_is_accounted(
     redis_server: Any,
 ) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url, capacity=1_000), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url, capacity=1_000), KEEP_ALL)
 
     def work(t: int) -> None:
         record_pairs(rec, t * 10_000, 3_000, [f"pm-t{t}"])
@@ -273,10 +254,10 @@ def test_the_mode_follows_the_settings_and_the_client(redis_server: Any) -> None
     fake = Recorder(fakeredis.FakeRedis(), settings=RecorderSettings(flush_at_exit=False))
     assert fake._process is None  # a fake client cannot cross to another process
     fake.close(1)
-    thread = Recorder.from_settings(settings(redis_server.url, flusher="thread"))
+    thread = Recorder.from_settings(recorder_settings(redis_server.url, flusher="thread"))
     assert thread._process is None
     thread.close(1)
-    auto = Recorder.from_settings(settings(redis_server.url, flusher="auto"))
+    auto = Recorder.from_settings(recorder_settings(redis_server.url, flusher="auto"))
     assert auto._process is not None
     auto.close(1)
 
@@ -284,7 +265,7 @@ def test_the_mode_follows_the_settings_and_the_client(redis_server: Any) -> None
 def test_a_forked_process_neither_writes_into_the_ring_nor_stops_the_flusher(
     redis_server: Any,
 ) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     models = ["pm-f"]
     record_pairs(rec, 0, 100, models)
     with warnings.catch_warnings():  # 3.12 warns about fork() with threads running
@@ -311,7 +292,7 @@ def test_a_forked_process_neither_writes_into_the_ring_nor_stops_the_flusher(
 def test_values_orjson_refuses_are_written_as_the_thread_mode_writes_them(
     redis_server: Any,
 ) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     rec.op_finished("pm-v", "op-v", metrics={"tags": {"a"}, "big": 2**70, "nan": float("nan")})
     assert flushed(rec) == 1
     st = rec.close(10)
@@ -323,7 +304,7 @@ def test_values_orjson_refuses_are_written_as_the_thread_mode_writes_them(
 
 
 def test_the_ring_wraps_around_and_loses_nothing(redis_server: Any) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url, capacity=2_000), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url, capacity=2_000), KEEP_ALL)
     assert flusher_of(rec).ring.size == 1 << 20  # the smallest ring: 1 MiB
     models = ["pm-w"]
     for chunk in range(40):  # ≈ 4.5 MB of records: the ring wraps four times
@@ -368,7 +349,7 @@ def test_the_flusher_group_goes_below_the_caller_or_its_group(
 
 @pytest.mark.parametrize("nice", [19, 0])
 def test_the_flusher_process_runs_niced_below_its_caller(redis_server: Any, nice: int) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url, flusher_nice=nice), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url, flusher_nice=nice), KEEP_ALL)
     try:
         record_pairs(rec, 0, 10, ["pm-nice"])
         assert flushed(rec) == 20  # the process is past its start-up
@@ -405,7 +386,9 @@ def test_a_record_call_leaves_the_ring_alone_and_flush_soon_writes_at_once(
     redis_server: Any,
 ) -> None:
     # The time trigger is far away: only flush_soon() can get these written in time.
-    rec = Recorder.from_settings(settings(redis_server.url, flush_interval_s=60.0), KEEP_ALL)
+    rec = Recorder.from_settings(
+        recorder_settings(redis_server.url, flush_interval_s=60.0), KEEP_ALL
+    )
     try:
         assert flushed(rec) == 0  # the flusher process is up
         ring = flusher_of(rec).ring
@@ -424,7 +407,9 @@ def test_a_record_call_leaves_the_ring_alone_and_flush_soon_writes_at_once(
 
 
 def test_the_time_trigger_moves_and_writes_queued_records(redis_server: Any) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url, flush_interval_s=0.2), KEEP_ALL)
+    rec = Recorder.from_settings(
+        recorder_settings(redis_server.url, flush_interval_s=0.2), KEEP_ALL
+    )
     try:
         record_pairs(rec, 0, 5, ["pm-t"])
         assert written_within(rec, 10, 15.0)  # the flusher process starts in about a second
@@ -439,7 +424,7 @@ def test_a_record_that_cannot_be_encoded_spoils_only_itself(redis_server: Any) -
 
         __repr__ = __str__
 
-    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     rec.op_accepted("pm-u", "op-1", "forward_backward", 1)
     rec.op_finished("pm-u", "op-1", metrics={"bad": Unprintable()})
     rec.op_accepted("pm-u", "op-2", "forward_backward", 1)
@@ -451,7 +436,7 @@ def test_a_record_that_cannot_be_encoded_spoils_only_itself(redis_server: Any) -
 
 
 def test_records_racing_close_are_each_written_or_counted(redis_server: Any) -> None:
-    rec = Recorder.from_settings(settings(redis_server.url), KEEP_ALL)
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     go = threading.Event()
 
     def hammer(k: int) -> None:
