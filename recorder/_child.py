@@ -42,17 +42,24 @@ from openrl_inspect.recorder._status import Status
 from openrl_inspect.recorder._threaded import ThreadFlusher
 
 
-def _decode(line: bytes) -> tuple[str, Any] | None:
-    """A frame: a record ``(kind, [arguments])`` or status fields ``("", {fields})``;
-    None if it cannot be decoded."""
+def _decode(line: bytes) -> Any:
+    """One frame's JSON, or None if it cannot be decoded."""
     try:
-        kind, args = orjson.loads(line)
+        return orjson.loads(line)
     except orjson.JSONDecodeError:
         try:
-            kind, args = json.loads(line)  # NaN and friends, from the fallback encoder
+            return json.loads(line)  # NaN and friends, from the fallback encoder
         except ValueError:
             return None
-    return kind, args
+
+
+def _shape(frame: Any) -> tuple[str, Any]:
+    """A frame as ``(kind, arguments)``: a record ``[kind, [arguments]]`` or status fields
+    ``["", {fields}]``. Any other shape is ``("unknown", None)``: counted and dropped by
+    itself, never a crash of this process that would take the ring's stretch with it."""
+    if type(frame) is list and len(frame) == 2 and type(frame[0]) is str:
+        return frame[0], frame[1]
+    return "unknown", None
 
 
 class _Flusher(ThreadFlusher):
@@ -119,13 +126,13 @@ class Child:
             frames = [_decode(line) for line in raw.split(b"\n") if line and not line.isspace()]
         queue, by_kind, n = self.buffer.queue, self.taken_by_kind, 0
         for frame in frames:
-            kind, args = frame if frame is not None else ("unknown", None)
-            k = KIND_INDEX.get(kind, -1) if args is not None else KIND_INDEX["unknown"]
-            if not kind and isinstance(args, dict):  # set_status fields, not a record
+            kind, args = _shape(frame)
+            if not kind and type(args) is dict:  # set_status fields, not a record
                 with self.buffer.lock:
                     self.status.state.fields = {**self.status.state.fields, **args}
                 continue
-            if args is None or k < 0:  # never expected: counted, so accounting stays exact
+            k = KIND_INDEX.get(kind, -1) if type(args) is list else -1
+            if k < 0:  # never expected: counted, so accounting stays exact
                 self._undecodable()
                 k = KIND_INDEX["unknown"]
             else:

@@ -435,6 +435,31 @@ def test_a_record_that_cannot_be_encoded_spoils_only_itself(redis_server: Any) -
     assert dict(st.dropped_by_kind) == {"op_finished": 1}
 
 
+def test_a_frame_of_any_other_shape_is_dropped_alone_and_the_flusher_lives_on(
+    redis_server: Any,
+) -> None:
+    """No record call makes these frames; a bug or a stray writer could. Each is counted
+    and dropped by itself, and the flusher process keeps the records around it (a frame
+    of three elements once crashed it, and with it the stretch of the ring it was in)."""
+    rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
+    rec.op_accepted("pm-s", "op-1", "forward_backward", 1)
+    for bad in (
+        ("op_finished", "pm-s", "op-1"),  # three elements
+        ("op_finished", 5),  # arguments not a list
+        (7, ["pm-s"]),  # a kind that is not a string
+        ("", ["not", "fields"]),  # status fields that are not a mapping
+        ("no_such_kind", ["pm-s"]),
+        ("op_finished", ["pm-s"]),  # a known kind, too few arguments
+    ):
+        rec._put(bad)  # type: ignore[arg-type]  # the shapes no record call makes
+    rec.op_accepted("pm-s", "op-2", "forward_backward", 1)
+    assert flushed(rec) == 2
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (8, 2, 6, 0), st
+    assert dict(st.dropped_by_kind) == {"unknown": 5, "op_finished": 1}
+    assert st.flusher_crashes == 0
+
+
 def test_records_racing_close_are_each_written_or_counted(redis_server: Any) -> None:
     rec = Recorder.from_settings(recorder_settings(redis_server.url), KEEP_ALL)
     go = threading.Event()
