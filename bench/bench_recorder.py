@@ -348,6 +348,54 @@ def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[
     ]
 
 
+def trainer_floor(url: str, rounds: int, cycles: int, work: int, gpu_s: float) -> list[str]:
+    """The trainer's steps interleaved one by one: no calls, the same calls into methods
+    that do nothing (the floor any Python API pays at these call sites), and the recorder.
+
+    Each cycle runs one step of each, in an order rotated every cycle; a round's figure is
+    the median over its cycles of the step's change against the cycle's no-call step, and
+    of the recorder's step against the empty methods' (what the recorder adds above the
+    floor). The recorder runs throughout, so its background falls on every side alike:
+    this measures the calls, the blocks of section 4 the whole.
+    """
+    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
+    rec = Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+    sides: list[Recorder | Stub | None] = [None, Stub(), rec]
+    trainer_round(rec, 50, work, gpu_s, 20_000_000)  # warm-up
+    rec.flush(30)
+    stub_pct: list[float] = []
+    rec_pct: list[float] = []
+    above: list[float] = []
+    for r in range(rounds):
+        ds: list[list[float]] = [[], [], []]  # stub - none, recorder - none, recorder - stub
+        base: list[float] = []
+        for c in range(cycles):
+            t = [0.0, 0.0, 0.0]
+            order = (0, 1, 2) if c % 2 == 0 else (2, 1, 0)
+            for i in order[c % 3 :] + order[: c % 3]:
+                t[i] = trainer_round(sides[i], 1, work, gpu_s, 30_000_000 + r * cycles + c)[0]
+            ds[0].append(t[1] - t[0])
+            ds[1].append(t[2] - t[0])
+            ds[2].append(t[2] - t[1])
+            base.append(t[0])
+        ref = statistics.median(base) / 100
+        stub_pct.append(statistics.median(ds[0]) / ref)
+        rec_pct.append(statistics.median(ds[1]) / ref)
+        above.append(statistics.median(ds[2]) / ref)
+    st = rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    per = f"{cycles} cycles a round, one step of each side a cycle"
+    return [
+        f"| trainer, steps interleaved: empty methods vs no calls (the floor) | "
+        f"{gate(stub_pct, '%', lambda x: x < 0.5)} | {per} | |",
+        f"| trainer, steps interleaved: the recorder vs no calls | "
+        f"{gate(rec_pct, '%', lambda x: x < 0.5)} | {st.written:,} records written | "
+        "regression < 0.5% |",
+        f"| trainer, steps interleaved: the recorder vs empty methods (above the floor) | "
+        f"{gate(above, '%', lambda x: x < 0.5)} | | |",
+    ]
+
+
 def main(args: argparse.Namespace) -> None:
     global FLUSHER, SYNC, BLOCKS, NULL, STUB
     FLUSHER, SYNC, BLOCKS, NULL = args.flusher, args.sync_points, args.blocks, args.null
@@ -380,6 +428,14 @@ def main(args: argparse.Namespace) -> None:
                 url,
                 rounds=4 if q else args.rounds,
                 steps=20 if q else 600,
+                work=work_1ms,
+                gpu_s=0.005,
+            )
+        if "floor" in want:
+            rows += trainer_floor(
+                url,
+                rounds=4 if q else args.rounds,
+                cycles=20 if q else 300,
                 work=work_1ms,
                 gpu_s=0.005,
             )
