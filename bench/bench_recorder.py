@@ -7,7 +7,10 @@ Starts its own redis-server on a free loopback port. In one run:
 2. flush throughput: records written per second when the buffer holds a realistic mix
    (trainer op lifecycles, step metrics, sampler batches, client logs);
 3. a sampler loop (asyncio, ``AsyncRecorder``): batches per second;
-4. a trainer step loop (a thread, ``Recorder``): step time.
+4. a trainer step loop (a thread, ``Recorder``): step time;
+5. the floor: the same trainer's steps interleaved one by one with no calls, with calls
+   into methods that do nothing, and with the recorder, so what the recorder adds above
+   what any Python API costs at those call sites is read in one run.
 
 3 and 4 alternate the recorder off (no record calls at all) and on: each round is 6
 blocks a side in ABBA order, pooled per side; the change is the median over the rounds
@@ -474,7 +477,7 @@ if __name__ == "__main__":
         "--stub", action="store_true", help="trainer: the on side calls methods that do nothing"
     )
     parser.add_argument(
-        "--sections", default="hot,throughput,sampler,trainer", help="which parts to run"
+        "--sections", default="hot,throughput,sampler,trainer,floor", help="which parts to run"
     )
     ns = parser.parse_args()
     if ns.rounds < 7 and not ns.quick:
