@@ -320,9 +320,13 @@ def trainer_round(
     return times
 
 
-def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[str]:
+def trainer_recorder(url: str) -> Recorder:
     worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
-    rec = Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+    return Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+
+
+def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[str]:
+    rec = trainer_recorder(url)
     off: list[float] = []
     on: list[float] = []
     paired: list[float] = []  # per round: the median over adjacent block pairs
@@ -370,8 +374,7 @@ def trainer_floor(url: str, rounds: int, cycles: int, work: int, gpu_s: float) -
     floor). The recorder runs throughout, so its background falls on every side alike:
     this measures the calls, the blocks of section 4 the whole.
     """
-    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
-    rec = Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+    rec = trainer_recorder(url)
     sides: list[Recorder | Stub | None] = [None, Stub(), rec]
     trainer_round(rec, 50, work, gpu_s, 20_000_000)  # warm-up
     rec.flush(30)

@@ -1,7 +1,6 @@
-"""The per-op record calls append to the door's queue themselves below its fast limit
-(``RecorderBase._attach``): against a real redis-server, a caller as fast as Python can
-call keeps the queue within ``capacity`` and every record written or counted, in both
-flusher modes."""
+"""The record calls' checked put (``Buffer.put``, ``Outbox.put``): against a real
+redis-server, a caller as fast as Python can call keeps the queue within ``capacity``
+and every record written or counted, in both flusher modes."""
 
 from __future__ import annotations
 
