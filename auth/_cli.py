@@ -10,18 +10,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from openrl_inspect import settings
 from openrl_inspect.auth._files import FileError
 from openrl_inspect.auth._gate import Anonymous, Authenticator
 from openrl_inspect.auth._jwt import JwtAuthenticator
 from openrl_inspect.auth._keys import FileKeys, KeySource, UrlKeys
 from openrl_inspect.auth._settings import MODES, AuthSettings, check_listen, is_loopback
 from openrl_inspect.auth._tokens import TokenAuthenticator
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core import settings
+from openrl_inspect.core.settings import SettingsError
 
 if TYPE_CHECKING:
     from openrl_inspect.adapters.redis import RedisSettings
-    from openrl_inspect.context import Limits
+    from openrl_inspect.core.settings import Limits
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:

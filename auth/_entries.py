@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from openrl_inspect.principal import Principal, Role
+from openrl_inspect.core.principal import Principal, Role
 
 log = logging.getLogger("openrl_inspect.auth")
 

@@ -17,9 +17,10 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from openrl_inspect.errors import AuthUnavailable, Forbidden, RequestRefused, Unauthenticated
-from openrl_inspect.principal import ANONYMOUS_OPERATOR, SCOPE_KEY, Principal
-from openrl_inspect.request_guard import RECORD, RequestRecord, refused
+from openrl_inspect.core.errors import AuthUnavailable, Forbidden, RequestRefused, Unauthenticated
+from openrl_inspect.core.principal import ANONYMOUS_OPERATOR, SCOPE_KEY, Principal
+from openrl_inspect.core.responses import refused
+from openrl_inspect.telemetry.records import RECORD, RequestRecord
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 

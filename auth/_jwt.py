@@ -25,8 +25,8 @@ from openrl_inspect.auth._files import Watched
 from openrl_inspect.auth._keys import KeySource
 from openrl_inspect.auth._settings import AuthSettings
 from openrl_inspect.auth._tokens import REJECTED, bearer
-from openrl_inspect.errors import Forbidden, Unauthenticated
-from openrl_inspect.principal import Principal, Role
+from openrl_inspect.core.errors import Forbidden, Unauthenticated
+from openrl_inspect.core.principal import Principal, Role
 from starlette.datastructures import Headers
 
 MAX_JWT = 16384

@@ -21,7 +21,7 @@ import httpx
 import jwt
 import orjson
 from openrl_inspect.auth._files import MAX_FILE_BYTES, Watched
-from openrl_inspect.errors import AuthUnavailable
+from openrl_inspect.core.errors import AuthUnavailable
 
 log = logging.getLogger("openrl_inspect.auth")
 

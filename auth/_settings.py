@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core.settings import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_AUTH_"
 MODES = ("none", "tokens", "jwt")

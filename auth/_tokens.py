@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from openrl_inspect.auth._entries import Entry, parse_entries, token_digest
 from openrl_inspect.auth._files import Watched
-from openrl_inspect.errors import Unauthenticated
-from openrl_inspect.principal import Principal
+from openrl_inspect.core.errors import Unauthenticated
+from openrl_inspect.core.principal import Principal
 from starlette.datastructures import Headers
 
 MISSING = "Authentication required: send the header 'Authorization: Bearer <token>'."

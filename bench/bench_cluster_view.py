@@ -47,11 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kubernetes
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Context, Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node, NodeCapacity
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.state.model import Model

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-from openrl_inspect.app import UI, create_app
-from openrl_inspect.demo import DemoSettings, demo_backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
 from openrl_inspect.simulator import SimConfig
+from openrl_inspect.web.app import UI, create_app
+from openrl_inspect.web.health import HealthSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.browser import chromium_page

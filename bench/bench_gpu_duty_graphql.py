@@ -37,9 +37,9 @@ from bench_gpu_duty import SPAN, _version, build, true_duty
 from openrl_inspect.adapters.prometheus import PrometheusSettings, PromGpuMetrics
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import PREFIX, create_app
-from openrl_inspect.context import Backends
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.web.app import PREFIX, create_app
 from support.prometheus_server import PrometheusServer, require_prometheus
 
 SESSIONS = 10

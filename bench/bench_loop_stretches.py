@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_summary_rollups as summaries
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.context import Limits
-from openrl_inspect.server import GcSettings, tune_gc
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.web.server import GcSettings, tune_gc
 from support.harness import app_client
 from support.redis_server import RedisServer
 

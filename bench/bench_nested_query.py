@@ -42,7 +42,7 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, _wire
-from openrl_inspect.context import Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
 from support.redis_server import RedisServer

@@ -51,12 +51,13 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
     """The server process: the app over the real Redis, as ``serve`` builds it."""
     from contextlib import asynccontextmanager
 
-    from openrl_inspect import server
     from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-    from openrl_inspect.app import create_app
-    from openrl_inspect.context import Backends, Limits
-    from openrl_inspect.health import HealthSettings
-    from openrl_inspect.request_guard import HttpSettings
+    from openrl_inspect.core.settings import Limits
+    from openrl_inspect.resolvers.context import Backends
+    from openrl_inspect.web import server
+    from openrl_inspect.web.app import create_app
+    from openrl_inspect.web.guard import HttpSettings
+    from openrl_inspect.web.health import HealthSettings
 
     @asynccontextmanager
     async def backends():  # type: ignore[no-untyped-def]  # a factory for create_app

@@ -35,11 +35,11 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.context import Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.recorder._batch import Batch
-from openrl_inspect.server import GcSettings, tune_gc
 from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.web.server import GcSettings, tune_gc
 from support.harness import app_client
 from support.redis_server import RedisServer
 

@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client

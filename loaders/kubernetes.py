@@ -29,7 +29,7 @@ from openrl_inspect.adapters.kubernetes import (
     SourceStatus,
     WorkloadRecord,
 )
-from openrl_inspect.errors import BackendNotConfigured
+from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 
 K = TypeVar("K", bound=Hashable)

@@ -18,7 +18,7 @@ from typing import Literal
 from openrl_inspect.adapters.kubernetes import KubernetesSource, ObjectKey, PodLogReader
 from openrl_inspect.adapters.logs import MAX_MODEL_PODS, LogPage, LogQuery, LogSource
 from openrl_inspect.adapters.redis import ClientLogReader, ClientLogRequest, ClientLogSlice
-from openrl_inspect.errors import (
+from openrl_inspect.core.errors import (
     BackendError,
     BackendNotConfigured,
     InspectorError,

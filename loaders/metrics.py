@@ -34,7 +34,7 @@ from openrl_inspect.adapters.prometheus import (
     VllmStats,
     gather,
 )
-from openrl_inspect.errors import BackendNotConfigured
+from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 
 K = TypeVar("K", bound=Hashable)

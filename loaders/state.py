@@ -16,7 +16,7 @@ from openrl_inspect.adapters.redis import (
     SamplerBatchSlice,
     StateStore,
 )
-from openrl_inspect.errors import BackendNotConfigured
+from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from openrl_inspect.domain import OpStatus
+from openrl_inspect.core.domain import OpStatus
 from openrl_inspect.recorder._buffer import Buffer
 from openrl_inspect.recorder._config import (
     RecorderSettings,

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
+from openrl_inspect.core.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
 from openrl_inspect.recorder._batch import Batch
 from openrl_inspect.recorder._scripts import EXPIRE_MODEL, TRIM_STEPS, model_prefix
 from openrl_inspect.state import keys, rollup

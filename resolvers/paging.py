@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from openrl_inspect.context import Context
-from openrl_inspect.errors import BadRecord, InvalidInput
+from openrl_inspect.core.errors import BadRecord, InvalidInput
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.state.paging import ListRef, PageRequest, Position, decode_cursor, encode_cursor
 
 R = TypeVar("R")

@@ -22,8 +22,8 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from openrl_inspect.context import Context
-from openrl_inspect.errors import BadRecord, InspectorError, InvalidInput
+from openrl_inspect.core.errors import BadRecord, InspectorError, InvalidInput
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.paging import ListRef, Position
 from openrl_inspect.state.records import ModelRecord, SessionRecord

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import strawberry
-from openrl_inspect import domain
-from openrl_inspect.context import Context
+from openrl_inspect.core import domain
+from openrl_inspect.resolvers.context import Context
 from strawberry.scalars import JSON
 
 # What every resolver receives: the typed per-request context.
@@ -30,7 +30,7 @@ def span(start: float | None, end: float | None) -> float | None:
     return max(0.0, end - start)
 
 
-# The GraphQL enums are the domain's own (see ``openrl_inspect.domain``), named and
+# The GraphQL enums are the domain's own (see ``openrl_inspect.core.domain``), named and
 # described here; ``tests`` check that the two never disagree.
 ModelState = domain.ModelState
 strawberry.enum(

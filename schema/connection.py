@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
 import strawberry
-from openrl_inspect.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord
 from openrl_inspect.resolvers.paging import Cursor, Paged
 
 T = TypeVar("T")

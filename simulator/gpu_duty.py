@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.prometheus import VllmStats
-from openrl_inspect.domain import HOLDING_STATES
+from openrl_inspect.core.domain import HOLDING_STATES
 from openrl_inspect.simulator.cluster import Gpu
 from openrl_inspect.simulator.sim import SimModel
 

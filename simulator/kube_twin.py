@@ -1,7 +1,7 @@
 """The simulated cluster as Kubernetes sees it, kept in the in-memory Kubernetes twin.
 
 ``mirror_kubernetes(sim, twin)`` makes a ``MemoryKubernetesSource`` (built by the demo's
-wiring, ``openrl_inspect.demo``) hold exactly what the simulation implies, derived only
+wiring, ``openrl_inspect.cli.demo``) hold exactly what the simulation implies, derived only
 from the simulation's state:
 
 - a Node per simulated node (8 ``nvidia.com/gpu``, Ready, the usual GPU taint) and the
@@ -53,7 +53,7 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from openrl_inspect.domain import HOLDING_STATES, ModelState
+from openrl_inspect.core.domain import HOLDING_STATES, ModelState
 from openrl_inspect.simulator import kube_staging
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation

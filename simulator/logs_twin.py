@@ -1,7 +1,7 @@
 """The simulated workers' logs, kept in the in-memory twin of the Cloud Logging adapter.
 
 A ``LogMirror`` holds an ``InMemoryLogSource`` (``twin``; the demo's wiring,
-``openrl_inspect.demo``, puts it in the backends) and ``update`` appends the lines the
+``openrl_inspect.cli.demo``, puts it in the backends) and ``update`` appends the lines the
 workers would have written, derived from what the simulation recorded (ops, their times, metrics and
 errors, the model's transitions, the workers' heartbeats), so the logs line up with the
 state the API shows:
@@ -30,7 +30,7 @@ from typing import Any
 from openrl_inspect.adapters.logs import CloudLoggingSettings
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.domain import TERMINAL_STATES, ModelState, OpStatus
+from openrl_inspect.core.domain import TERMINAL_STATES, ModelState, OpStatus
 from openrl_inspect.simulator.sim import SimModel, Simulation
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import ModelRecord, OpRecord, WorkerRecord

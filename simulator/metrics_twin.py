@@ -3,7 +3,7 @@
 ``start(sim, store, now)`` builds the ``DemoMetrics``: an ``InMemoryGpuMetrics``
 (``twin``) and an ``InMemoryMetricsSource`` for the raw-query field (``source``; the
 demo enables the raw query, as it only reads the demo's own series), which the demo's
-wiring (``openrl_inspect.demo``) puts in the backends; ``tick(now)`` then appends,
+wiring (``openrl_inspect.cli.demo``) puts in the backends; ``tick(now)`` then appends,
 every scrape interval, what a DCGM exporter and vLLM
 would have reported for what the simulation did:
 

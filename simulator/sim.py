@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from openrl_inspect.domain import HOLDING_STATES, ModelState
+from openrl_inspect.core.domain import HOLDING_STATES, ModelState
 from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
 from openrl_inspect.simulator.sampler import GEN_RATE, SamplerBatches

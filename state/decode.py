@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
-from openrl_inspect.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord
 
 #: Longest text value returned whole; longer ones are cut with a marker.
 MAX_TEXT_CHARS: Final = 64 * 1024

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from openrl_inspect.domain import ModelState
+from openrl_inspect.core.domain import ModelState
 
 PREFIX = "oi"
 SCHEMA_VERSION = 1

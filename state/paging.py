@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from openrl_inspect import cursor as codec
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core import cursor as codec
+from openrl_inspect.core.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from openrl_inspect.domain import ModelState, OpStatus, SessionState
+from openrl_inspect.core.domain import ModelState, OpStatus, SessionState
 from openrl_inspect.state import decode as d
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.keys import MODEL_STATES

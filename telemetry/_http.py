@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import time
 
-from openrl_inspect import backend_calls
-from openrl_inspect.errors import BackendError
-from openrl_inspect.principal import SCOPE_KEY, Principal
-from openrl_inspect.request_guard import RECORD, RequestRecord, unanswered
+from openrl_inspect.core import backend_calls
+from openrl_inspect.core.errors import BackendError
+from openrl_inspect.core.principal import SCOPE_KEY, Principal
 from openrl_inspect.telemetry._registry import InspectorMetrics
+from openrl_inspect.telemetry.records import RECORD, RequestRecord, unanswered
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from openrl_inspect import backend_calls
-from openrl_inspect.request_guard import RequestRecord
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core import backend_calls
+from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.telemetry.records import RequestRecord
 from prometheus_client import (
     CollectorRegistry,
     Counter,

@@ -38,8 +38,8 @@ from openrl_inspect.adapters.logs import (
     to_log_entry,
     validate_query,
 )
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import (
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,
@@ -47,7 +47,7 @@ from openrl_inspect.errors import (
     InspectorError,
     InvalidInput,
 )
-from openrl_inspect.settings import load
+from openrl_inspect.core.settings import load
 
 BACKEND = "cloud_logging"
 ENV_PREFIX = "OPENRL_INSPECT_CLOUD_LOGGING_"

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from openrl_inspect import lazy
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     DEVICE_TAINT_RULES,
@@ -32,8 +31,9 @@ from openrl_inspect.adapters.kubernetes._resources import (
     WatchedResource,
 )
 from openrl_inspect.adapters.kubernetes._settings import DRA_VERSIONS, KubernetesSettings
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import (
+from openrl_inspect.core import lazy
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

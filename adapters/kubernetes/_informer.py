@@ -32,7 +32,7 @@ from openrl_inspect.adapters.kubernetes._parse import object_key, resource_versi
 from openrl_inspect.adapters.kubernetes._records import KindStatus
 from openrl_inspect.adapters.kubernetes._resources import BACKEND, WatchedResource
 from openrl_inspect.adapters.kubernetes._store import Keyed, Store
-from openrl_inspect.errors import BackendError, BackendProtocolError, BackendUnavailable
+from openrl_inspect.core.errors import BackendError, BackendProtocolError, BackendUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from openrl_inspect.adapters.kubernetes._lease_records import (
 )
 from openrl_inspect.adapters.kubernetes._resources import BACKEND
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import BackendProtocolError, BackendUnavailable
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import BackendProtocolError, BackendUnavailable
 
 
 class KubeLeases:

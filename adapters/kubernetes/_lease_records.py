@@ -2,7 +2,7 @@
 store protocol, the conflict, and the wire format (kept apart from the client so the
 twin and the RBAC test need no SDK).
 
-``LeaseStore`` is the small async protocol the elector (``openrl_inspect.leader``) uses:
+``LeaseStore`` is the small async protocol the elector (``openrl_inspect.tracker.leader``) uses:
 get, create, and replace guarded by the ``resourceVersion`` read, so two candidates
 writing at once cannot both win: the API server answers the later one 409, raised as
 ``LeaseConflict``.
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from openrl_inspect.adapters.kubernetes._resources import BACKEND
-from openrl_inspect.errors import BackendError, BackendProtocolError
+from openrl_inspect.core.errors import BackendError, BackendProtocolError
 
 COORDINATION_GROUP = "coordination.k8s.io"
 #: What the elector asks of the API server (RBAC): (API group, resource, verbs).

@@ -64,8 +64,8 @@ from openrl_inspect.adapters.logs import (
     validate_query,
 )
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import (
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import (
     BackendTimeout,
     InvalidInput,
     NotFound,

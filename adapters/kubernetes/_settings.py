@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openrl_inspect import settings as settings_module
 from openrl_inspect.adapters.kubernetes._records import (
     MODEL_ID_LABEL,
     NVIDIA_GPU_DRIVER,
     ROLE_LABEL,
     LabelKeys,
 )
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core import settings as settings_module
+from openrl_inspect.core.settings import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"
 # A label key: an optional DNS-subdomain prefix and "/", then a name of at most 63.

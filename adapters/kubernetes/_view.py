@@ -29,7 +29,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._store import GpuIndex, Keyed, Store
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Keyed)

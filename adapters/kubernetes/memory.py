@@ -55,7 +55,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._view import ClusterView
-from openrl_inspect.errors import BackendError
+from openrl_inspect.core.errors import BackendError
 
 Record = (
     PodRecord

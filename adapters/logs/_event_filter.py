@@ -24,7 +24,7 @@ from openrl_inspect.adapters.logs._filter import (
     text_matches,
     time_window,
 )
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 EVENTS_LOG_ID = "events"
 # A model's pods (at most MAX_MODEL_PODS) and a few Workloads.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 # LogSeverity, lowest first: ``severity>=WARNING`` compares by this order.
 SEVERITIES: tuple[str, ...] = (

@@ -21,7 +21,6 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from openrl_inspect import cursor as codec
 from openrl_inspect.adapters.logs._event_filter import EVENTS_LOG_ID, with_events
 from openrl_inspect.adapters.logs._filter import SEVERITIES, build_filter
 from openrl_inspect.adapters.logs._filter_eval import parse_timestamp
@@ -36,7 +35,8 @@ from openrl_inspect.adapters.logs._records import (
     TruncationReason,
     explorer_url,
 )
-from openrl_inspect.errors import BackendProtocolError, InvalidInput
+from openrl_inspect.core import cursor as codec
+from openrl_inspect.core.errors import BackendProtocolError, InvalidInput
 
 BACKEND = "cloud_logging"
 ASCENDING = "timestamp asc"

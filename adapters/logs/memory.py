@@ -31,7 +31,7 @@ from openrl_inspect.adapters.logs._records import (
     explorer_url,
     validate_query,
 )
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 _insert_ids = itertools.count(1)
 

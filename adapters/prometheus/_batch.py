@@ -15,7 +15,7 @@ from typing import TypeVar
 import anyio
 import openrl_inspect.adapters.prometheus._promql as promql
 from openrl_inspect.adapters.prometheus._source import MetricsSource, QueryResult
-from openrl_inspect.errors import InspectorError
+from openrl_inspect.core.errors import InspectorError
 
 __all__ = ["QueryBatch", "gather"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
 from openrl_inspect.adapters.prometheus._source import PrometheusSettings, Sample
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 SM_ACTIVE = "DCGM_FI_PROF_SM_ACTIVE"

@@ -26,7 +26,7 @@ from openrl_inspect.adapters.prometheus._gpu import (
     XidErrors,
 )
 from openrl_inspect.adapters.prometheus._source import Sample
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 T = TypeVar("T")
 

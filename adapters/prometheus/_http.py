@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 import orjson
-from openrl_inspect import lazy
 from openrl_inspect.adapters.prometheus._source import (
     BACKEND,
     PrometheusSettings,
@@ -34,8 +33,9 @@ from openrl_inspect.adapters.prometheus._source import (
     cap_series,
     check_range,
 )
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import (
+from openrl_inspect.core import lazy
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,

@@ -3,7 +3,7 @@
 Every label *value* that reaches a query goes through :func:`quote` (a PromQL string
 literal) and, for ``=~`` set matchers, through :func:`regex_escape` first. Every
 *identifier* (metric name, label name) must match a strict pattern or is refused with
-:class:`~openrl_inspect.errors.InvalidInput`; identifiers are never escaped.
+:class:`~openrl_inspect.core.errors.InvalidInput`; identifiers are never escaped.
 
 Why not ``json.dumps``: a JSON string is *almost* a PromQL string, but JSON writes
 characters outside the BMP as UTF-16 surrogate pairs (``\\ud83d\\ude00``), which the
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

@@ -35,8 +35,8 @@ from openrl_inspect.adapters.prometheus._source import (
     Series,
     cap_series,
 )
-from openrl_inspect.errors import BackendNotConfigured, InspectorError, InvalidInput
-from openrl_inspect.settings import load
+from openrl_inspect.core.errors import BackendNotConfigured, InspectorError, InvalidInput
+from openrl_inspect.core.settings import load
 
 # A clock may run a little ahead of Prometheus': evaluation times this far past "now"
 # are still accepted.

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from openrl_inspect.errors import InvalidInput
-from openrl_inspect.settings import load
+from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.core.settings import load
 
 BACKEND = "prometheus"
 ENV_PREFIX = "OPENRL_INSPECT_PROMETHEUS_"

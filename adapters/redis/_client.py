@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from openrl_inspect import lazy
-from openrl_inspect.backend_calls import timed
-from openrl_inspect.errors import (
+from openrl_inspect.core import lazy
+from openrl_inspect.core.backend_calls import timed
+from openrl_inspect.core.errors import (
     BackendBusy,
     BackendError,
     BackendProtocolError,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import redis.exceptions as rexc
     from redis.asyncio.cluster import RedisCluster
 else:
-    # redis-py loads when a client is first opened (see ``openrl_inspect.lazy``).
+    # redis-py loads when a client is first opened (see ``openrl_inspect.core.lazy``).
     aioredis = lazy.module("redis.asyncio")
     rexc = lazy.module("redis.exceptions")
 

@@ -35,7 +35,7 @@ from openrl_inspect.adapters.logs import (
 )
 from openrl_inspect.adapters.redis._client import Pipe, run
 from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.state import keys
 
 __all__ = [

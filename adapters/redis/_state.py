@@ -27,7 +27,7 @@ from openrl_inspect.adapters.redis._client import (
     run,
 )
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
-from openrl_inspect.errors import BackendProtocolError, BadRecord, SchemaVersionError
+from openrl_inspect.core.errors import BackendProtocolError, BadRecord, SchemaVersionError
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT, DecodeError
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position

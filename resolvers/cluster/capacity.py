@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.kubernetes import NodeRecord, PodRecord
-from openrl_inspect.context import Context
 from openrl_inspect.resolvers.cluster import counting as C
 from openrl_inspect.resolvers.cluster.reads import PER_NODE, LivePage, gpu_views, nodes
+from openrl_inspect.resolvers.context import Context
 
 # The kinds the counts are made of (pods only matter on device-plugin nodes, and a
 # capacity never said degraded for them).

@@ -11,9 +11,9 @@ import asyncio
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import EventRecord, Listing, Regarding, newest_event_first
-from openrl_inspect.context import Context
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
 
 POD, WORKLOAD, NODE = "Pod", "Workload", "Node"

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from openrl_inspect.adapters.kubernetes import ClaimRecord, GpuDevice, ObjectKey, PodRecord
-from openrl_inspect.context import Context
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, gpu_views, model_by_label
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.state.records import ModelRecord
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from openrl_inspect.adapters.kubernetes import GpuDevice, ObjectKey, PodRecord, WorkloadRecord
-from openrl_inspect.context import Context
-from openrl_inspect.domain import WAITING_STATES
+from openrl_inspect.core.domain import WAITING_STATES
 from openrl_inspect.loaders.kubernetes import WorkloadPage
 from openrl_inspect.resolvers.cluster.reads import (
     PER_OBJECT,
@@ -17,6 +16,7 @@ from openrl_inspect.resolvers.cluster.reads import (
 )
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import PlacementRecord, WorkerRecord

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from openrl_inspect import cursor as codec
 from openrl_inspect.adapters.kubernetes import (
     ClaimRecord,
     DeviceKey,
@@ -27,10 +26,11 @@ from openrl_inspect.adapters.kubernetes import (
     SourceStatus,
     WorkloadRecord,
 )
-from openrl_inspect.context import Context
-from openrl_inspect.errors import InvalidInput, NotFound
+from openrl_inspect.core import cursor as codec
+from openrl_inspect.core.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
 from openrl_inspect.resolvers import scope
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.keys import valid_id

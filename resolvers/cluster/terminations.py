@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import ContainerState, PodRecord
-from openrl_inspect.context import Context
 from openrl_inspect.resolvers.cluster import links as KM
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, kind_degraded
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.state.records import PlacementRecord
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from openrl_inspect.domain import WaitKind
+from openrl_inspect.core.domain import WaitKind
 
 # kind -> (stage, source). Lower stages block later ones, so they rank first.
 KINDS: dict[WaitKind, tuple[int, str]] = {

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.kubernetes import ClaimRecord, Condition, PodRecord, WorkloadRecord
-from openrl_inspect.domain import WAITING_STATES, WaitKind
+from openrl_inspect.core.domain import WAITING_STATES, WaitKind
 from openrl_inspect.resolvers.cluster.wait_reasons import REQUEUED_HISTORY_STAGE, Causes, WaitReason
 from openrl_inspect.state.records import ModelRecord
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import ObjectKey
-from openrl_inspect.domain import CauseKind, Verdict
+from openrl_inspect.core.domain import CauseKind, Verdict
 from openrl_inspect.resolvers.diagnosis.evidence import Unknown
 
 FactValue = str | int | float | None

@@ -19,7 +19,7 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
     WorkloadRecord,
 )
-from openrl_inspect.domain import TERMINAL_STATES, OpHealth
+from openrl_inspect.core.domain import TERMINAL_STATES, OpHealth
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason
 from openrl_inspect.state.records import (
     ModelRecord,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from openrl_inspect.domain import CauseKind
+from openrl_inspect.core.domain import CauseKind
 from openrl_inspect.resolvers.diagnosis.causes import Cause, Finding
 
 DEAD, LOST, STUCK, STALL, WAITING, SLOW = range(6)

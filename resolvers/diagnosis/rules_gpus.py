@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from openrl_inspect.adapters.kubernetes import GpuDevice
-from openrl_inspect.domain import HOLDING_STATES, CauseKind, ModelState
+from openrl_inspect.core.domain import HOLDING_STATES, CauseKind, ModelState
 from openrl_inspect.resolvers.diagnosis import lookups as L
 from openrl_inspect.resolvers.diagnosis.causes import Finding
 from openrl_inspect.resolvers.diagnosis.evidence import DutyEvidence, KubeEvidence, ModelEvidence

@@ -9,7 +9,7 @@ history, not a cause.
 from __future__ import annotations
 
 from openrl_inspect.adapters.kubernetes import ContainerState, EventRecord, PodRecord
-from openrl_inspect.domain import CauseKind, ModelState
+from openrl_inspect.core.domain import CauseKind, ModelState
 from openrl_inspect.resolvers.diagnosis import lookups as L
 from openrl_inspect.resolvers.diagnosis.causes import Finding, Lookup
 from openrl_inspect.resolvers.diagnosis.evidence import KubeEvidence, ModelEvidence

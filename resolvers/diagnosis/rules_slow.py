@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from openrl_inspect.domain import CauseKind, ModelState
+from openrl_inspect.core.domain import CauseKind, ModelState
 from openrl_inspect.resolvers.diagnosis import lookups as L
 from openrl_inspect.resolvers.diagnosis import pace
 from openrl_inspect.resolvers.diagnosis.baseline import Shift, lower, slower

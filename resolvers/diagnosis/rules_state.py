@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from openrl_inspect.domain import HOLDING_STATES, CauseKind, ModelState, OpHealth, OpStatus
+from openrl_inspect.core.domain import HOLDING_STATES, CauseKind, ModelState, OpHealth, OpStatus
 from openrl_inspect.resolvers.diagnosis import lookups as L
 from openrl_inspect.resolvers.diagnosis import pace
 from openrl_inspect.resolvers.diagnosis.causes import Finding

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.kubernetes import EventRecord, PodRecord, WorkloadRecord
-from openrl_inspect.domain import WAITING_STATES, CauseKind, ModelState, WaitKind
+from openrl_inspect.core.domain import WAITING_STATES, CauseKind, ModelState, WaitKind
 from openrl_inspect.resolvers.cluster.wait_reasons import KINDS, WaitReason
 from openrl_inspect.resolvers.diagnosis import lookups as L
 from openrl_inspect.resolvers.diagnosis.causes import Fact, Finding

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from openrl_inspect.domain import WAITING_STATES, ModelState, OpHealth, Verdict
+from openrl_inspect.core.domain import WAITING_STATES, ModelState, OpHealth, Verdict
 from openrl_inspect.resolvers.diagnosis import pace
 from openrl_inspect.resolvers.diagnosis.causes import Finding
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence

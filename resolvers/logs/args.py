@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from openrl_inspect.adapters.logs import LogEntry, check_severity, check_value
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 
 if TYPE_CHECKING:

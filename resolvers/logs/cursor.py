@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from openrl_inspect import cursor as codec
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core import cursor as codec
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 from openrl_inspect.resolvers.logs.args import LogArgs
 from openrl_inspect.state.keys import valid_id

@@ -22,10 +22,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.logs import MAX_FILTER_CHARS, LogEntry, explorer_url
-from openrl_inspect.context import Context
-from openrl_inspect.domain import ModelState, SessionState
-from openrl_inspect.errors import BackendUnavailable, InvalidInput
+from openrl_inspect.core.domain import ModelState, SessionState
+from openrl_inspect.core.errors import BackendUnavailable, InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.logs.args import (
     AFTER_FAILURE,
     BEFORE_FAILURE,

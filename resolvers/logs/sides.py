@@ -11,9 +11,9 @@ from typing import Any
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.logs import LogEntry, LogPage, LogQuery
 from openrl_inspect.adapters.redis import ClientLogRequest, ClientLogSlice
-from openrl_inspect.context import Context
-from openrl_inspect.errors import BackendNotConfigured
+from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.logs import WorkerBackend, WorkerRead
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.logs.args import LogArgs, LogLimit
 from openrl_inspect.resolvers.logs.cursor import Resume
 from openrl_inspect.resolvers.logs.events import event_objects

@@ -33,8 +33,8 @@ from openrl_inspect.adapters.prometheus import (
     check_metric,
     check_window,
 )
-from openrl_inspect.context import Context
-from openrl_inspect.errors import Forbidden, InvalidInput
+from openrl_inspect.core.errors import Forbidden, InvalidInput
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.state.records import PlacementRecord
 

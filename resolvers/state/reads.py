@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import TypeVar
 
-from openrl_inspect.context import Context
-from openrl_inspect.domain import OpHealth, SessionState
-from openrl_inspect.errors import BadRecord, InvalidInput, NotFound
+from openrl_inspect.core.domain import OpHealth, SessionState
+from openrl_inspect.core.errors import BadRecord, InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers import scope
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Paged, paged
 from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.keys import MODEL_STATES, valid_id

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.redis import SamplerBatchRequest, SamplerBatchSlice
-from openrl_inspect.context import Context
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Paged, page_size
 from openrl_inspect.resolvers.state.sampling import SamplingStats, sampling_stats
 from openrl_inspect.state.keys import valid_id

@@ -20,13 +20,13 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.redis import SamplerBatchRequest
-from openrl_inspect.context import Context
-from openrl_inspect.domain import WAITING_STATES
-from openrl_inspect.errors import BackendError
+from openrl_inspect.core.domain import WAITING_STATES
+from openrl_inspect.core.errors import BackendError
 from openrl_inspect.loaders.kubernetes import WorkloadPage
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, QUEUE_PEERS
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis.evidence import (
     DutyEvidence,
     KubeEvidence,

@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from openrl_inspect.context import Context
-from openrl_inspect.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
-from openrl_inspect.errors import BadRecord
+from openrl_inspect.core.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
+from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
 from openrl_inspect.resolvers.diagnosis.text import clip

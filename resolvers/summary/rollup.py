@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openrl_inspect.context import Context
-from openrl_inspect.domain import ModelState, Verdict
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.domain import ModelState, Verdict
+from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Unknown
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
-from openrl_inspect import domain
 from openrl_inspect.adapters.kubernetes import DeviceTaint, GpuDevice
+from openrl_inspect.core import domain
 from openrl_inspect.schema.common import ts
 
 GpuHealth = domain.GpuHealth

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect import domain
 from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
+from openrl_inspect.core import domain
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason as WaitReasonRecord
 from openrl_inspect.schema.cluster.common import (

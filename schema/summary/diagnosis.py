@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import strawberry
-from openrl_inspect import domain
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.logs import LogQuery
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core import domain
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Cause as CauseRecord
 from openrl_inspect.resolvers.diagnosis import Fact as FactRecord
 from openrl_inspect.resolvers.diagnosis import LogSearch, Lookup, Unknown

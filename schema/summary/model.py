@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import datetime
 
 import strawberry
-from openrl_inspect import domain
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core import domain
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.resolvers.summary import model as R

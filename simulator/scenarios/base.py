@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from openrl_inspect.domain import ModelState
+from openrl_inspect.core.domain import ModelState
 from openrl_inspect.simulator.cluster import Node
 from openrl_inspect.simulator.kube_staging import KubeStage
 from openrl_inspect.simulator.sim import DURATIONS, SimModel, Simulation, StepShape

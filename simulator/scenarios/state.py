@@ -7,7 +7,7 @@ had (other tests and the demo's first screen know them); ``stage`` the rest.
 
 from __future__ import annotations
 
-from openrl_inspect.domain import ModelState, OpStatus
+from openrl_inspect.core.domain import ModelState, OpStatus
 from openrl_inspect.simulator.scenarios.base import (
     BEFORE_NOW_S,
     run,

@@ -3,9 +3,9 @@ text too long is cut short last; what fits is left alone."""
 
 from __future__ import annotations
 
-from openrl_inspect.engine import Answer
-from openrl_inspect.mcp_server.answer import fitted
-from openrl_inspect.mcp_server.budget import cut, tokens
+from openrl_inspect.agents.mcp.answer import fitted
+from openrl_inspect.agents.mcp.budget import cut, tokens
+from openrl_inspect.execution import Answer
 
 
 def test_what_fits_is_left_alone() -> None:
@@ -43,8 +43,8 @@ def test_an_answer_states_its_size_budget_and_cut() -> None:
 def test_the_tools_enums_are_the_schemas() -> None:
     from typing import get_args
 
-    from openrl_inspect.mcp_server import tools
-    from openrl_inspect.schema.root import build_schema
+    from openrl_inspect.agents.mcp import tools
+    from openrl_inspect.execution.schema import build_schema
 
     schema = build_schema()._schema
     for literal, name in (

@@ -18,9 +18,9 @@ import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from openrl_inspect.app import PREFIX
+from openrl_inspect.agents.mcp.budget import TOKENS
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.mcp_server.budget import TOKENS
+from openrl_inspect.web.app import PREFIX
 from support.auth_harness import new_token, token_line, write_lines
 from support.live_server import serve_demo
 

@@ -11,10 +11,10 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from openrl_inspect.app import PREFIX
-from openrl_inspect.engine import registry
-from openrl_inspect.rest.openapi import document
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.agents.rest.openapi import document
+from openrl_inspect.execution import registry
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.web.app import PREFIX
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,

@@ -11,15 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
-from openrl_inspect import cli
-from openrl_inspect.app import PREFIX
-from openrl_inspect.context import Limits
-from openrl_inspect.engine import Document, Engine, registry
-from openrl_inspect.engine.documents import sha256
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.principal import ANONYMOUS_OPERATOR
-from openrl_inspect.request_guard import HttpSettings
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.cli import main as cli
+from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution import Document, Engine, registry
+from openrl_inspect.execution.registry import sha256
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.web.app import PREFIX
+from openrl_inspect.web.guard import HttpSettings
+from openrl_inspect.web.health import HealthSettings
 from support.demo_app import demo_client
 
 pytestmark = pytest.mark.anyio
@@ -130,7 +130,7 @@ async def test_registered_only_comes_from_the_flag_then_the_environment() -> Non
 
 async def test_registered_only_holds_for_the_engine_too() -> None:
     from openrl_inspect.adapters.redis import RedisStateStore
-    from openrl_inspect.context import Backends
+    from openrl_inspect.resolvers.context import Backends
     from support.harness import fake_server
 
     limits = Limits(registered_only=True)
@@ -145,7 +145,7 @@ async def test_registered_only_holds_for_the_engine_too() -> None:
 
 async def test_free_text_without_one_query_is_refused_not_raised() -> None:
     from openrl_inspect.adapters.redis import RedisStateStore
-    from openrl_inspect.context import Backends
+    from openrl_inspect.resolvers.context import Backends
     from support.harness import fake_server
 
     limits = Limits()

@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from openrl_inspect.app import PREFIX
+from openrl_inspect.agents.rest.openapi import document
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.context import Limits
-from openrl_inspect.engine import registry
-from openrl_inspect.rest.openapi import document
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution import registry
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.web.app import PREFIX
 from support.auth_harness import new_token, token_line, write_lines
 from support.demo_app import demo_client
 

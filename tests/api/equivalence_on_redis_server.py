@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.context import Backends
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig
 from support.equivalence import (
     FAULTS,

@@ -9,8 +9,8 @@ from typing import Any
 import fakeredis
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import PREFIX
 from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.web.app import PREFIX
 from support.harness import app_client, gql, populate
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import fakeredis
 import pytest
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.errors import BackendUnavailable
+from openrl_inspect.core.errors import BackendUnavailable
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import LOCAL_QUEUE, cluster_records, mirror_kubernetes
 from openrl_inspect.simulator.scenarios.base import SCENARIO_NODES

@@ -21,7 +21,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.errors import BackendUnavailable
+from openrl_inspect.core.errors import BackendUnavailable
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import (
     NAMESPACE,

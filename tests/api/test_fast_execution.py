@@ -25,8 +25,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig
 from support.equivalence import (
     FAST,
@@ -150,8 +151,10 @@ def test_what_the_fast_path_leaves_to_the_stock_one_is_counted(world: World) -> 
 
 
 def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openrl_inspect import cli, jsonlog, server
-    from openrl_inspect.app import create_app
+    from openrl_inspect.cli import main as cli
+    from openrl_inspect.telemetry import jsonlog
+    from openrl_inspect.web import server
+    from openrl_inspect.web.app import create_app
 
     calls: list[Any] = []
     built: list[Limits] = []
@@ -162,7 +165,7 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(server, "serve", lambda *a: calls.append(a[-1]))
     monkeypatch.setattr(jsonlog, "configure", lambda level: None)
-    monkeypatch.setattr("openrl_inspect.app.create_app", app)
+    monkeypatch.setattr("openrl_inspect.web.app.create_app", app)
     port = ["--port", "1"]  # never bound: serve is replaced
     quiet = {"OPENRL_INSPECT_OPEN_BROWSER": "false"}
     assert cli.main(["demo", *port], quiet) == 0
@@ -180,7 +183,7 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
     import gc
 
-    from openrl_inspect.server import GcSettings, tune_gc
+    from openrl_inspect.web.server import GcSettings, tune_gc
 
     before = gc.get_threshold()
     try:
@@ -192,7 +195,7 @@ def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
 
 
 def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
-    from openrl_inspect.schema.fast.executor import MIDDLEWARE
+    from openrl_inspect.execution.fast.executor import MIDDLEWARE
     from strawberry.extensions import SchemaExtension
 
     class Upper(SchemaExtension):

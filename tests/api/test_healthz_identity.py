@@ -10,15 +10,14 @@ from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings
 from openrl_inspect.adapters.kubernetes import KubernetesSettings
 from openrl_inspect.adapters.prometheus import PrometheusSettings
 from openrl_inspect.adapters.redis import RedisSettings
-from openrl_inspect.app import PREFIX
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.backends import BackendSettings
-from openrl_inspect.identity import (
+from openrl_inspect.cli.demo import for_demo
+from openrl_inspect.cli.serve import BackendSettings, for_serve
+from openrl_inspect.web.app import PREFIX
+from openrl_inspect.web.identity import (
     API,
     Identity,
     clean_url,
-    for_demo,
-    for_serve,
     is_inspector,
     package_version,
 )

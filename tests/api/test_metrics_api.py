@@ -667,7 +667,7 @@ def test_raw_settings_come_from_the_prometheus_prefix() -> None:
 
 def test_range_selectors_are_measured_outside_strings() -> None:
     from openrl_inspect.adapters.prometheus._raw import longest_range, parse_duration
-    from openrl_inspect.errors import InvalidInput
+    from openrl_inspect.core.errors import InvalidInput
 
     assert parse_duration("1h30m") == 5400 and parse_duration("90") == 90
     assert parse_duration("250ms") == 0.25 and parse_duration("2w") == 14 * 86400

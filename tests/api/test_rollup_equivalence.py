@@ -16,11 +16,12 @@ import fakeredis
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.domain import OpStatus, Verdict
-from openrl_inspect.errors import BadRecord
+from openrl_inspect.cli.demo import DemoTwins
+from openrl_inspect.core.domain import OpStatus, Verdict
+from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.state import keys, rollup

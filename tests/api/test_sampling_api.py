@@ -9,7 +9,7 @@ from typing import Any
 import fakeredis
 import pytest
 from openrl_inspect.adapters.redis import RedisSamplerBatches, RedisStateStore
-from openrl_inspect.errors import BackendTimeout
+from openrl_inspect.core.errors import BackendTimeout
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.state.sampling_reads import WINDOW_BATCHES
 from openrl_inspect.state import keys

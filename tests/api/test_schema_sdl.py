@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.execution.schema import build_schema
 from support.tree import ROOT
 
 SDL = ROOT / "schema.graphql"

@@ -11,17 +11,18 @@ from typing import Any
 import fakeredis
 import httpx
 import pytest
-from openrl_inspect import backend_calls
 from openrl_inspect.adapters.kubernetes import open_kubernetes
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import Authenticator, TokenAuthenticator
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.errors import BackendTimeout
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.request_guard import HttpSettings
+from openrl_inspect.core import backend_calls
+from openrl_inspect.core.errors import BackendTimeout
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.telemetry import MetricsSettings
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.guard import HttpSettings
+from openrl_inspect.web.health import HealthSettings
 from prometheus_client.parser import text_string_to_metric_families
 from support import kube_objects as ko
 from support.auth_harness import new_token, token_line, write_lines
@@ -205,7 +206,7 @@ async def test_open_access_needs_no_credential_but_the_rest_still_does(tmp_path:
 
 
 def test_settings_refuse_unknown_access_and_bad_names() -> None:
-    from openrl_inspect.settings import SettingsError
+    from openrl_inspect.core.settings import SettingsError
 
     with pytest.raises(SettingsError):
         MetricsSettings(access="everyone")

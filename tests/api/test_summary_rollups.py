@@ -13,11 +13,12 @@ import pytest
 from graphql import GraphQLList, GraphQLNamedType, GraphQLNonNull, GraphQLObjectType
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.errors import BackendUnavailable
+from openrl_inspect.cli.demo import DemoTwins
+from openrl_inspect.core.errors import BackendUnavailable
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client, gql
 

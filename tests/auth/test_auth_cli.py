@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openrl_inspect import jsonlog, server
 from openrl_inspect.auth import (
     AuthSettings,
     TokenAuthenticator,
@@ -19,10 +18,11 @@ from openrl_inspect.auth import (
     is_loopback,
     token_digest,
 )
-from openrl_inspect.cli import _parser, main
-from openrl_inspect.context import Limits
-from openrl_inspect.principal import Role
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.cli.main import _parser, main
+from openrl_inspect.core.principal import Role
+from openrl_inspect.core.settings import Limits, SettingsError
+from openrl_inspect.telemetry import jsonlog
+from openrl_inspect.web import server
 from starlette.datastructures import Headers
 
 pytestmark = pytest.mark.anyio

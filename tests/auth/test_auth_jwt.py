@@ -19,8 +19,8 @@ from openrl_inspect.auth import (
     UrlKeys,
     parse_jwks,
 )
-from openrl_inspect.errors import AuthUnavailable, Unauthenticated
-from openrl_inspect.principal import Role
+from openrl_inspect.core.errors import AuthUnavailable, Unauthenticated
+from openrl_inspect.core.principal import Role
 from starlette.datastructures import Headers
 from support.auth_harness import (
     IAP_AUDIENCE,

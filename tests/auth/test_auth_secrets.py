@@ -11,11 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisSettings, connect
-from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.backends import BackendSettings, real_backends
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.identity import for_serve
+from openrl_inspect.cli.serve import BackendSettings, for_serve, real_backends
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.health import HealthSettings
 from redis.asyncio import Redis
 from support.auth_harness import log_text, new_token, token_line, write_lines
 from support.harness import GRAPHQL

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openrl_inspect.app import PREFIX
 from openrl_inspect.auth import TokenAuthenticator
+from openrl_inspect.web.app import PREFIX
 from support.auth_harness import auth_client, new_token, token_line, write_lines
 from support.harness import GRAPHQL
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from openrl_inspect import server
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import create_app
 from openrl_inspect.auth import Anonymous
 from openrl_inspect.auth._gate import loopback_host
-from openrl_inspect.cli import main
-from openrl_inspect.context import Backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.cli.main import main
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.web import server
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 from support.harness import fake_server
 
 pytestmark = pytest.mark.anyio
@@ -81,7 +81,7 @@ async def test_a_rebound_name_is_refused_and_loopback_answered(path: str) -> Non
 def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     apps: list[Any] = []
     monkeypatch.setattr(server, "serve", lambda app, *rest: apps.append(app))
-    monkeypatch.setattr("openrl_inspect.jsonlog.configure", lambda level: None)
+    monkeypatch.setattr("openrl_inspect.telemetry.jsonlog.configure", lambda level: None)
     return apps
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import create_app
-from openrl_inspect.context import Backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 from support.tree import ROOT
 
 UI = ROOT / "static" / "ui"

@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import pytest
 from graphql import parse, validate
-from openrl_inspect.app import create_app
-from openrl_inspect.context import Limits
-from openrl_inspect.demo import DemoSettings, demo_backends
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.schema.admission import cost_limits
-from openrl_inspect.schema.cost import query_cost
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.admission import cost_limits
+from openrl_inspect.execution.cost import query_cost
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 from support.tree import ROOT
 
 QUERIES = ROOT / "static" / "ui" / "queries"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from openrl_inspect.adapters.kubernetes import LEASE_VERBS, LOG_READS, READ_VERBS, WATCHED_RESOURCES
-from openrl_inspect.app import PREFIX
-from openrl_inspect.leader import ElectionSettings
+from openrl_inspect.tracker.leader import ElectionSettings
+from openrl_inspect.web.app import PREFIX
 from support.deploy_manifests import (
     EXAMPLES,
     GKE,

@@ -8,15 +8,15 @@ import dataclasses
 from typing import Any
 
 import pytest
-from openrl_inspect import cli
 from openrl_inspect.adapters.cloud_logging import CloudLoggingSettings
 from openrl_inspect.adapters.prometheus import PrometheusSettings
 from openrl_inspect.adapters.redis import RedisSettings
 from openrl_inspect.auth import AuthSettings
-from openrl_inspect.context import Limits
-from openrl_inspect.leader import ElectionSettings
+from openrl_inspect.cli import main as cli
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.telemetry import MetricsSettings
-from openrl_inspect.tracker import TrackerSettings
+from openrl_inspect.tracker.leader import ElectionSettings
+from openrl_inspect.tracker.run import TrackerSettings
 from support.deploy_manifests import (
     BASE,
     GKE,
@@ -127,7 +127,7 @@ def test_the_inspector_is_replicated_spread_and_protected() -> None:
 
 
 def test_probes_point_at_the_apps_own_paths() -> None:
-    from openrl_inspect.app import PREFIX
+    from openrl_inspect.web.app import PREFIX
 
     c = only_container(find(rendered(GKE), "Deployment", INSPECTOR))
     assert c["readinessProbe"]["httpGet"]["path"] == f"{PREFIX}/readyz"

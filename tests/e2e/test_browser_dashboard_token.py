@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import uvicorn
-from openrl_inspect.app import create_app
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.demo import DemoSettings, demo_backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 from support.auth_harness import new_token, token_line, write_lines
 from support.dashboard import dashboard
 from support.ports import free_port, wait_for_port

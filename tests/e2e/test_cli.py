@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect import settings
 from openrl_inspect.adapters.redis import RedisSettings
-from openrl_inspect.cli import ServerSettings, _parser, backend_settings, browsable_url, main
+from openrl_inspect.cli.main import ServerSettings, _parser, backend_settings, browsable_url, main
+from openrl_inspect.core import settings
 
 
 @pytest.mark.parametrize(

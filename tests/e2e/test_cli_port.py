@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from openrl_inspect.cli import main
+from openrl_inspect.cli.main import main
 from support.dashboard import demo_server
 from support.ports import free_port
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.cli import _parser, main
-from openrl_inspect.open_browser import should_open, why_not
+from openrl_inspect.cli.main import _parser, main
+from openrl_inspect.cli.open_browser import should_open, why_not
 
 DESKTOP = {"DISPLAY": ":0"}
 

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
-from openrl_inspect.single_flight import Flights
+from openrl_inspect.execution.single_flight import Flights
 
 pytestmark = pytest.mark.anyio
 

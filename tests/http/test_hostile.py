@@ -23,10 +23,10 @@ from graphql import (
     GraphQLScalarType,
     get_named_type,
 )
-from openrl_inspect.app import create_app
-from openrl_inspect.demo import DemoSettings, demo_backends
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
+from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 from support.harness import GRAPHQL
 
 pytestmark = pytest.mark.anyio

@@ -13,12 +13,12 @@ import fakeredis
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import PREFIX, create_app
-from openrl_inspect.context import Backends
-from openrl_inspect.errors import BackendUnavailable
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.jsonlog import JsonLines
-from openrl_inspect.request_guard import HttpSettings
+from openrl_inspect.core.errors import BackendUnavailable
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.telemetry.jsonlog import JsonLines
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.guard import HttpSettings
+from openrl_inspect.web.health import HealthSettings
 from support.counting import CountingStore
 from support.harness import GRAPHQL
 
@@ -200,7 +200,7 @@ async def test_each_request_logs_one_json_line_with_id_operation_duration_and_co
 async def test_a_backend_going_down_and_coming_back_is_logged_once_each(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="openrl_inspect.health")
+    caplog.set_level(logging.INFO, logger="openrl_inspect.web.health")
     store = RedisStateStore.in_memory(fakeredis.FakeServer())
     healthy = store.ready
 
@@ -214,7 +214,7 @@ async def test_a_backend_going_down_and_coming_back_is_logged_once_each(
         assert (await client.get(f"{PREFIX}/readyz")).status_code == 503
         store.ready = healthy  # type: ignore[method-assign]
         await asyncio.sleep(0.3)
-    lines = _lines(caplog, "openrl_inspect.health")
+    lines = _lines(caplog, "openrl_inspect.web.health")
     assert [(line["message"], line["backend"]) for line in lines] == [
         ("backend down", "redis"),
         ("backend up", "redis"),

@@ -9,7 +9,7 @@ from typing import Any
 import fakeredis
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.simulator import SimConfig
 from support.counting import CountingStore
 from support.harness import GRAPHQL, app_client, gql, populate

@@ -21,13 +21,14 @@ import fakeredis
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.graphql_app import InspectorGraphQL
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.schema.root import InspectorSchema
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import InspectorSchema
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.graphql_endpoint import InspectorGraphQL
+from openrl_inspect.web.health import HealthSettings
 from starlette.applications import Starlette
 from support.auth_harness import new_token, token_line, write_lines
 from support.counting import CALLS

@@ -50,4 +50,4 @@ def test_the_wheel_holds_every_module_and_the_static_assets(tmp_path: Path) -> N
     assert "openrl_inspect/static/graphiql.html" in names
     assert "openrl_inspect/py.typed" in names
     # The REST routes' and MCP tools' documents, read at run time.
-    assert "openrl_inspect/engine/documents/model_summary.graphql" in names
+    assert "openrl_inspect/agents/documents/model_summary.graphql" in names

@@ -6,8 +6,8 @@ import re
 
 import pytest
 from graphql import parse, validate
-from openrl_inspect.context import Limits
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
 from support.tree import ROOT
 
 _BLOCK = re.compile(r"```graphql\n(.*?)```", re.S)

@@ -138,7 +138,7 @@ def test_a_call_whose_arguments_cannot_be_captured_is_counted_not_raised() -> No
 
 
 def test_settings_load_from_the_environment() -> None:
-    from openrl_inspect.settings import load
+    from openrl_inspect.core.settings import load
 
     s = load(
         RecorderSettings,

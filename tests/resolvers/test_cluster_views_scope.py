@@ -11,11 +11,12 @@ import fakeredis
 import pytest
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.principal import Principal, Role
+from openrl_inspect.core.principal import Principal, Role
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from support.harness import populate

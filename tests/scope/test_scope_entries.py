@@ -16,11 +16,11 @@ import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from openrl_inspect.app import PREFIX, create_app
+from openrl_inspect.agents.rest import SPECS
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.context import Backends
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.rest import SPECS
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.health import HealthSettings
 from scope.test_scope_walk import OPEN, OWNER, World, world
 from scope.walk import leaks
 from support.auth_harness import new_token, token_line, write_lines

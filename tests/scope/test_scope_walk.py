@@ -22,15 +22,16 @@ import fakeredis
 import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import PREFIX, create_app
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.principal import NOBODY, Principal, Role
+from openrl_inspect.cli.demo import DemoTwins
+from openrl_inspect.core.principal import NOBODY, Principal, Role
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
-from openrl_inspect.schema.root import build_schema
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.health import HealthSettings
 from scope.walk import leaks, queries
 from support.auth_harness import new_token, token_line, write_lines
 

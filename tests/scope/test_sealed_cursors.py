@@ -4,7 +4,7 @@ with it), and refuse anything tampered with."""
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.scope import seal, unseal
 
 

@@ -11,7 +11,7 @@ import pytest
 from openrl_inspect.adapters.logs import LogQuery, parse_timestamp
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.demo import DemoSettings, demo_backends
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.state.records import ModelRecord

@@ -12,9 +12,9 @@ import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics, InMemoryMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends
-from openrl_inspect.demo import DemoTwins
+from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator import metrics_twin as mt
 from openrl_inspect.state.paging import ListRef, PageRequest

@@ -23,10 +23,11 @@ from kubernetes import client as _client
 from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource, parse_object
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.domain import CauseKind, Verdict
+from openrl_inspect.cli.demo import DemoTwins
+from openrl_inspect.core.domain import CauseKind, Verdict
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.diagnosis import Cause
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.simulator import SimConfig, Simulation

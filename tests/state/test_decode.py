@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord
 from openrl_inspect.state import decode as d
 
 

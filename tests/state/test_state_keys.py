@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import ModelRecord, OpRecord, encode

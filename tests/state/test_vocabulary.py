@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from graphql import GraphQLEnumType
-from openrl_inspect import domain
-from openrl_inspect.context import Limits
+from openrl_inspect.core import domain
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.cluster.wait_reasons import KINDS
-from openrl_inspect.schema.root import build_schema
 
 PAIRS = {
     "ModelState": domain.ModelState,

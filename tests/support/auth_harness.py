@@ -27,12 +27,13 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from openrl_inspect.adapters.prometheus import RawQuerySettings
 from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.app import create_app
 from openrl_inspect.auth import Authenticator, token_digest
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.health import HealthSettings
-from openrl_inspect.identity import Identity
-from openrl_inspect.jsonlog import JsonLines
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.telemetry.jsonlog import JsonLines
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
+from openrl_inspect.web.identity import Identity
 
 IAP_ISSUER = "https://cloud.google.com/iap"
 IAP_AUDIENCE = "/projects/123456789012/global/backendServices/4567890123456789"

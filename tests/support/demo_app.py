@@ -7,9 +7,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from openrl_inspect.app import create_app
-from openrl_inspect.demo import demo_backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.cli.demo import demo_backends
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 
 from support.live_server import FROZEN
 

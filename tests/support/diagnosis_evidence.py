@@ -26,7 +26,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
 from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_time
-from openrl_inspect.domain import OpStatus
+from openrl_inspect.core.domain import OpStatus
 from openrl_inspect.resolvers.diagnosis import (
     DutyEvidence,
     KubeEvidence,

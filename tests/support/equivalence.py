@@ -32,10 +32,11 @@ from graphql import (
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.context import Backends, Context, Limits
-from openrl_inspect.demo import DemoTwins
-from openrl_inspect.errors import BackendUnavailable
-from openrl_inspect.schema.root import InspectorSchema, build_schema
+from openrl_inspect.cli.demo import DemoTwins
+from openrl_inspect.core.errors import BackendUnavailable
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import InspectorSchema, build_schema
+from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import Simulation
 from openrl_inspect.state import keys
 

@@ -10,11 +10,12 @@ from typing import Any
 import fakeredis
 import httpx
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.app import PREFIX, create_app
-from openrl_inspect.context import Backends, Limits
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
+from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.web.app import PREFIX, create_app
+from openrl_inspect.web.health import HealthSettings
 
 GRAPHQL = f"{PREFIX}/graphql"
 

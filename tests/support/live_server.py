@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
-from openrl_inspect.app import create_app
-from openrl_inspect.demo import DemoSettings, demo_backends
-from openrl_inspect.health import HealthSettings
+from openrl_inspect.cli.demo import DemoSettings, demo_backends
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.health import HealthSettings
 
 from support.ports import free_port, wait_for_port
 

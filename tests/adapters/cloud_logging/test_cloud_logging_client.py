@@ -19,14 +19,14 @@ from openrl_inspect.adapters.cloud_logging._client import load_settings
 from openrl_inspect.adapters.logs import CloudLoggingSettings, LogPage, LogQuery
 from openrl_inspect.adapters.logs._filter import tokenize
 from openrl_inspect.adapters.logs.memory import wire_entry
-from openrl_inspect.errors import (
+from openrl_inspect.core.errors import (
     BackendError,
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
 )
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core.settings import SettingsError
 from support.cloud_logging_samples import PROJECT, T0, expected, sample_rows
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 

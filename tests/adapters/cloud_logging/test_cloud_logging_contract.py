@@ -20,7 +20,7 @@ from openrl_inspect.adapters.logs import (
     TruncationReason,
 )
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from support.cloud_logging_samples import PROJECT, T0, Row, expected, sample_rows
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 

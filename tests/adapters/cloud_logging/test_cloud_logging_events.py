@@ -26,7 +26,7 @@ from openrl_inspect.adapters.logs import (
 )
 from openrl_inspect.adapters.logs._filter import tokenize
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from support import kube_events as ke
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 

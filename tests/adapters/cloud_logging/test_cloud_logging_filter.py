@@ -26,7 +26,7 @@ from openrl_inspect.adapters.logs._filter import (
 )
 from openrl_inspect.adapters.logs._filter_eval import compile_filter
 from openrl_inspect.adapters.logs.memory import wire_entry
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 END = START + timedelta(hours=1)

@@ -19,7 +19,7 @@ from openrl_inspect.adapters.kubernetes import EventRecord, EventStore, ObjectRe
 from openrl_inspect.adapters.kubernetes._events import MAX_NOTE_CHARS, parse_event
 from openrl_inspect.adapters.kubernetes._parse import parse_time
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from support import kube_events as ke
 from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
 

@@ -17,8 +17,8 @@ from openrl_inspect.adapters.kubernetes import (
     open_leases,
 )
 from openrl_inspect.adapters.kubernetes._lease import KubeLeases
-from openrl_inspect.errors import BackendUnavailable
-from openrl_inspect.leader import ElectionSettings, LeaderElector
+from openrl_inspect.core.errors import BackendUnavailable
+from openrl_inspect.tracker.leader import ElectionSettings, LeaderElector
 from support.fake_kube import write_kubeconfig
 from support.fake_leases import FakeLeases, fake_leases
 

@@ -24,13 +24,13 @@ from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.logs import LogQuery, LogSourceKind, TruncationReason
 from openrl_inspect.adapters.logs._filter import tokenize
-from openrl_inspect.errors import (
+from openrl_inspect.core.errors import (
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
     NotFound,
 )
-from openrl_inspect.settings import SettingsError
+from openrl_inspect.core.settings import SettingsError
 from support import pod_log_samples as S
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source

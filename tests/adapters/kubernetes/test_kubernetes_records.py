@@ -21,7 +21,7 @@ from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
 from openrl_inspect.adapters.kubernetes._store import GpuIndex, pod_store
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from openrl_inspect.errors import BackendUnavailable, InvalidInput
+from openrl_inspect.core.errors import BackendUnavailable, InvalidInput
 from support import kube_objects as ko
 
 

@@ -26,7 +26,7 @@ from openrl_inspect.adapters.prometheus import (
 )
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics
-from openrl_inspect.errors import BackendTimeout, BackendUnavailable, InvalidInput
+from openrl_inspect.core.errors import BackendTimeout, BackendUnavailable, InvalidInput
 from support.ports import free_port
 from support.prometheus_server import OpenMetrics, PrometheusServer, require_prometheus
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from support.prometheus_server import PrometheusServer, require_prometheus
 from support.promql_parse import ParseError, find_strings, parse_selector, read_string
 

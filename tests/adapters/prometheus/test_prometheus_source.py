@@ -13,7 +13,7 @@ from openrl_inspect.adapters.prometheus import PrometheusSettings, QueryResult, 
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus._source import load_settings
 from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource, QueryCall
-from openrl_inspect.errors import (
+from openrl_inspect.core.errors import (
     BackendProtocolError,
     BackendTimeout,
     BackendUnavailable,

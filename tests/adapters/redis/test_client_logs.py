@@ -9,7 +9,7 @@ import fakeredis
 import pytest
 from openrl_inspect.adapters.logs import CloudLoggingSettings, LogSourceKind
 from openrl_inspect.adapters.redis import ClientLogRequest, RedisClientLogs, RedisStateStore
-from openrl_inspect.errors import InvalidInput
+from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.state import keys
 

@@ -16,10 +16,10 @@ import redis.exceptions
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings, Retention
-from openrl_inspect.recorder.placements import PlacementTracker
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
-from openrl_inspect.tracker import track_once
+from openrl_inspect.tracker.placements import PlacementTracker
+from openrl_inspect.tracker.run import track_once
 from support.harness import app_client, gql
 from support.redis_server import RedisServer, require_redis
 from support.tree import ROOT

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.context import Limits
+from openrl_inspect.core.settings import Limits
 from openrl_inspect.simulator import SimConfig
 from support.gone_client import GoneClient
 from support.harness import GRAPHQL, app_client, populate

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
-from openrl_inspect.app import PREFIX
 from openrl_inspect.simulator import SimConfig
+from openrl_inspect.web.app import PREFIX
 from support.harness import app_client, gql, populate
 from support.redis_server import RedisServer
 

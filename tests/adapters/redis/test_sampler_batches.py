@@ -15,7 +15,7 @@ from openrl_inspect.adapters.redis import (
     SamplerBatchRequest,
     SamplerBatchSlice,
 )
-from openrl_inspect.errors import BadRecord, InvalidInput
+from openrl_inspect.core.errors import BadRecord, InvalidInput
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.state import keys
 from openrl_inspect.state.records import SamplerBatchRecord

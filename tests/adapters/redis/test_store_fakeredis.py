@@ -5,7 +5,7 @@ from __future__ import annotations
 import fakeredis
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.errors import SchemaVersionError
+from openrl_inspect.core.errors import SchemaVersionError
 from openrl_inspect.recorder import AsyncRecorder, Retention
 from openrl_inspect.state import keys
 from openrl_inspect.state.paging import ListRef, PageRequest

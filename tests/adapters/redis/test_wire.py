@@ -14,7 +14,7 @@ import redis.exceptions as rexc
 from openrl_inspect.adapters.redis import RedisSettings, connect
 from openrl_inspect.adapters.redis import _wire as wire
 from openrl_inspect.adapters.redis._client import RoundTrips, run
-from openrl_inspect.errors import BackendTimeout, BackendUnavailable
+from openrl_inspect.core.errors import BackendTimeout, BackendUnavailable
 from redis._parsers.hiredis import _AsyncHiredisParser
 from support.redis_server import RedisServer
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 from openrl_inspect.adapters.kubernetes import DeviceTaint, Termination
-from openrl_inspect.domain import Verdict
+from openrl_inspect.core.domain import Verdict
 from openrl_inspect.resolvers.diagnosis import (
     Diagnosis,
     DutyEvidence,

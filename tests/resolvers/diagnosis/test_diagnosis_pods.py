@@ -15,7 +15,7 @@ from openrl_inspect.adapters.kubernetes import (
     ObjectRef,
     Termination,
 )
-from openrl_inspect.domain import CauseKind, Verdict
+from openrl_inspect.core.domain import CauseKind, Verdict
 from openrl_inspect.resolvers.diagnosis import Cause, Diagnosis, ModelEvidence, diagnose
 from support import diagnosis_evidence as de
 

@@ -16,8 +16,9 @@ from openrl_inspect.adapters.kubernetes import (
     ObjectRef,
     Termination,
 )
-from openrl_inspect.context import Limits
-from openrl_inspect.domain import CauseKind, OpHealth, OpStatus, Verdict
+from openrl_inspect.core.domain import CauseKind, OpHealth, OpStatus, Verdict
+from openrl_inspect.core.settings import Limits
+from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.diagnosis import (
     TOKEN_BUDGET,
     Diagnosis,
@@ -31,7 +32,6 @@ from openrl_inspect.resolvers.diagnosis import (
     tokens,
 )
 from openrl_inspect.resolvers.diagnosis.causes import Finding
-from openrl_inspect.schema.root import build_schema
 from support import diagnosis_evidence as de
 
 LONG = "CUDA error: an illegal memory access was encountered " * 200

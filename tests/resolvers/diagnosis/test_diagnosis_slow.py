@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from openrl_inspect.domain import CauseKind, OpHealth, Verdict
+from openrl_inspect.core.domain import CauseKind, OpHealth, Verdict
 from openrl_inspect.resolvers.diagnosis import (
     Cause,
     Diagnosis,

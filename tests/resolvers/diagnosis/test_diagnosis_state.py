@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from openrl_inspect.adapters.kubernetes import ObjectKey
-from openrl_inspect.domain import CauseKind, OpHealth, OpStatus, Verdict
+from openrl_inspect.core.domain import CauseKind, OpHealth, OpStatus, Verdict
 from openrl_inspect.resolvers.diagnosis import Cause, Diagnosis, StateEvidence, Unknown, diagnose
 from support import diagnosis_evidence as de
 

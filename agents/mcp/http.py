@@ -1,0 +1,58 @@
+"""The streamable-HTTP endpoint, ``/api/v1/inspect/mcp``, inside the app.
+
+Stateless and JSON: each POST is one exchange, answered with the principal the app's
+authentication put on that very request (no session carries a principal over from an
+earlier request). The SDK's session manager runs in the app's lifespan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
+from openrl_inspect.agents.mcp import build
+from openrl_inspect.core.principal import NOBODY, SCOPE_KEY, Principal
+from openrl_inspect.execution import Engine
+from openrl_inspect.resolvers.context import Backends
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+
+def from_request(ctx: Context) -> tuple[Backends, Principal]:
+    request = ctx.request_context.request
+    if not isinstance(request, Request):
+        raise RuntimeError("an MCP call over HTTP without its request")
+    principal = request.scope.get(SCOPE_KEY, NOBODY)
+    backends: Backends = request.app.state.backends
+    return backends, principal if isinstance(principal, Principal) else NOBODY
+
+
+class McpEndpoint:
+    def __init__(self, engine: Engine) -> None:
+        self.server = build(engine, from_request)
+        # The app's RequestGuard and authentication stand in front. The SDK's Host check
+        # (on by default, for 127.0.0.1 only) would refuse the inspector's own name
+        # behind a Service or proxy: the endpoint answers any Host, as /graphql does.
+        open_host = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.server.streamable_http_app(
+            stateless_http=True, json_response=True, transport_security=open_host
+        )
+        self.manager = self.server.session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+    def routes(self, prefix: str) -> list[Route]:
+        # POST only: stateless, the server never speaks first, so a GET's event stream
+        # would stay open for nothing (the spec's answer to it is 405), and there is no
+        # session to DELETE.
+        return [Route(f"{prefix}/mcp", self, methods=["POST"])]
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        async with self.manager.run():
+            yield

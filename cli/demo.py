@@ -1,0 +1,148 @@
+"""The demo's backends: a simulated OpenRL cluster and the in-memory twins that show it.
+
+The wiring is explicit: the simulation writes OpenRL's state through the real recorder
+into an in-process fakeredis (or a Redis of your choice); this module builds each twin
+(Kubernetes, Cloud Logging, Prometheus) itself, puts it in the ``Backends`` and, on
+every tick, has each mirror make its twin hold what the simulation did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+from openrl_inspect.adapters.prometheus import RawQuerySettings
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, StateStore, connect
+from openrl_inspect.recorder import AsyncRecorder
+from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator.kube_twin import mirror_kubernetes
+from openrl_inspect.simulator.logs_twin import LogMirror
+from openrl_inspect.simulator.metrics_twin import DemoMetrics, start
+from openrl_inspect.web.identity import BackendIdentity, Identity, clean_url
+
+log = logging.getLogger("openrl_inspect.cli.demo")
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """The embedded demo. Env prefix ``OPENRL_INSPECT_DEMO_``."""
+
+    seed: int = 7
+    sessions: int = 4
+    models_per_session: int = 3
+    steps_per_model: int = 15
+    tick_s: float = 0.5
+    # A real Redis to fill instead of the in-process fakeredis.
+    redis_url: str | None = None
+
+
+@dataclass
+class DemoTwins:
+    """The twins the demo shows the simulation through, and how each follows it."""
+
+    kubernetes: MemoryKubernetesSource
+    logs: LogMirror
+    metrics: DemoMetrics
+
+    @classmethod
+    async def build(cls, sim: Simulation, store: StateStore, now: float) -> DemoTwins:
+        twins = cls(MemoryKubernetesSource(), LogMirror(), await start(sim, store, now))
+        mirror_kubernetes(sim, twins.kubernetes)
+        await twins.logs.update(sim, store, now)
+        return twins
+
+    def install(self, backends: Backends) -> None:
+        backends.kubernetes = self.kubernetes
+        backends.logs = self.logs.twin
+        backends.gpu_metrics = self.metrics.twin
+        backends.prometheus = self.metrics.source
+        # The raw-query field reads only the demo's own series here.
+        backends.raw_query = RawQuerySettings(raw_query=True)
+
+    async def update(self, sim: Simulation, store: StateStore, now: float) -> None:
+        mirror_kubernetes(sim, self.kubernetes)
+        await self.logs.update(sim, store, now)
+        self.metrics.tick(now)
+
+
+async def _drive(
+    sim: Simulation, rec: AsyncRecorder, twins: DemoTwins, store: StateStore, tick_s: float
+) -> None:
+    while True:
+        await asyncio.sleep(tick_s)
+        now = time.time()
+        sim.advance(now)
+        try:
+            await rec.flush()
+            await twins.update(sim, store, now)
+        except Exception:  # the demo's writer must outlive a Redis restart
+            log.warning("demo: writing simulated telemetry failed; will retry", exc_info=True)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # redis-py can swallow a cancellation that lands mid-pipeline: honour it,
+            # or the shutdown below waits for this loop for ever.
+            raise asyncio.CancelledError
+
+
+@asynccontextmanager
+async def demo_backends(
+    demo: DemoSettings, world: SimConfig | None = None
+) -> AsyncIterator[Backends]:
+    """A simulated OpenRL cluster, written live into fakeredis (or ``demo.redis_url``);
+    ``world`` replaces the shape ``demo`` gives (the dashboard bench's large cluster)."""
+    writer: Any
+    if demo.redis_url:
+        settings = RedisSettings(url=demo.redis_url)
+        writer, store = connect(settings), RedisStateStore.from_settings(settings)
+    else:
+        import fakeredis
+
+        server = fakeredis.FakeServer()
+        writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+        store = RedisStateStore.in_memory(server)
+    rec = AsyncRecorder(writer, batch_size=1 << 30)
+    config = world or SimConfig(
+        seed=demo.seed,
+        sessions=demo.sessions,
+        models_per_session=demo.models_per_session,
+        steps_per_model=demo.steps_per_model,
+    )
+    sim = Simulation(config, rec)
+    now = time.time()
+    sim.populate(now)
+    await rec.flush()
+    backends = Backends(state=store)
+    twins = await DemoTwins.build(sim, store, now)
+    twins.install(backends)
+    task = asyncio.create_task(_drive(sim, rec, twins, store, demo.tick_s))
+    try:
+        yield backends
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await rec.close(1.0)  # stops its flusher task; the demo's writes need no drain
+        await store.aclose()
+        await writer.aclose()
+
+
+def for_demo(redis_url: str | None) -> Identity:
+    redis = clean_url(redis_url) if redis_url else "in-process fakeredis"
+    simulated = "simulated (in memory)"
+    return Identity(
+        "demo",
+        (
+            BackendIdentity("redis", redis),
+            BackendIdentity("kubernetes", simulated),
+            BackendIdentity("prometheus", simulated),
+            BackendIdentity("cloud_logging", simulated),
+        ),
+    )

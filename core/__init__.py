@@ -1,0 +1,1 @@
+"""The vocabulary everything shares: domain enums, errors, cursors, principals, settings."""
