@@ -1,29 +1,25 @@
 """The entries for agents and scripts, wired beside ``/graphql``: the REST routes and
-their OpenAPI document, and the MCP endpoint, all over one engine (the app's schema).
+their OpenAPI document, and the MCP endpoint, all over the app's one runner.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution import Engine
+from openrl_inspect.agents import rest
+from openrl_inspect.agents.mcp.http import McpEndpoint
+from openrl_inspect.execution import Runner
 from starlette.routing import BaseRoute
 
 
 class Agents:
-    def __init__(self, schema: Any, limits: Limits) -> None:
-        from openrl_inspect.agents.mcp.http import McpEndpoint
-
-        self.engine = Engine(schema, limits)
-        self.mcp = McpEndpoint(self.engine)
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.mcp = McpEndpoint(runner)
 
     def routes(self, prefix: str) -> list[BaseRoute]:
-        from openrl_inspect.agents import rest
-
-        return [*rest.mount(self.engine, prefix), *self.mcp.routes(prefix)]
+        return [*rest.mount(self.runner, prefix), *self.mcp.routes(prefix)]
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

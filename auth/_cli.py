@@ -17,11 +17,11 @@ from openrl_inspect.auth._keys import FileKeys, KeySource, UrlKeys
 from openrl_inspect.auth._settings import MODES, AuthSettings, check_listen, is_loopback
 from openrl_inspect.auth._tokens import TokenAuthenticator
 from openrl_inspect.core import settings
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import SettingsError
 
 if TYPE_CHECKING:
     from openrl_inspect.adapters.redis import RedisSettings
-    from openrl_inspect.core.settings import Limits
+    from openrl_inspect.core.settings import Settings
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
@@ -105,24 +105,24 @@ class Served:
     """How ``serve`` runs: who may ask, what is exposed, and what to warn about."""
 
     authenticator: Authenticator
-    limits: Limits
+    settings: Settings
     graphiql: bool
     warnings: list[str] = field(default_factory=list)
 
 
 def for_serve(
-    args: argparse.Namespace, env: Mapping[str, str], host: str, limits: Limits
+    args: argparse.Namespace, env: Mapping[str, str], host: str, inspector: Settings
 ) -> Served:
     s = load_settings(args, env)
     warnings = [w for w in [check_listen(s, host)] if w]
     explicit = (
-        getattr(args, "introspection", None) is not None
-        or "OPENRL_INSPECT_LIMITS_INTROSPECTION" in env
+        getattr(args, "introspection", None) is not None or "OPENRL_INSPECT_INTROSPECTION" in env
     )
     if s.mode != "none" and not explicit:
         # A principal is required: do not hand every viewer the schema by default.
-        limits = dataclasses.replace(limits, introspection=False)
-    return Served(build(s, host), limits, s.graphiql_on, warnings)
+        switches = dataclasses.replace(inspector.switches, introspection=False)
+        inspector = dataclasses.replace(inspector, switches=switches)
+    return Served(build(s, host), inspector, s.graphiql_on, warnings)
 
 
 def redis_secrets(redis: RedisSettings, flag_url: str | None) -> list[str]:

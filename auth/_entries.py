@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.principal import Principal, Role
 
 log = logging.getLogger("openrl_inspect.auth")
@@ -34,7 +35,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _FIELDS = {"sha256", "name", "role", "owners", "expires", "note"}
 
 
-class BadEntry(ValueError):
+class BadEntry(SettingsError):
     """What is wrong with one line; safe to log (it quotes no value)."""
 
 

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from openrl_inspect.core.errors import SettingsError
+
 log = logging.getLogger("openrl_inspect.auth")
 
 T = TypeVar("T")
@@ -26,7 +28,7 @@ MAX_FILE_BYTES = 4 << 20
 _Identity = tuple[int, int, int, int, int]
 
 
-class FileError(Exception):
+class FileError(SettingsError):
     """The file cannot be read; the message names the file's role, never its content."""
 
 

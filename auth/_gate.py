@@ -17,7 +17,12 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from openrl_inspect.core.errors import AuthUnavailable, Forbidden, RequestRefused, Unauthenticated
+from openrl_inspect.core.errors import (
+    AuthUnavailable,
+    Forbidden,
+    InspectorError,
+    Unauthenticated,
+)
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR, SCOPE_KEY, Principal
 from openrl_inspect.core.responses import refused
 from openrl_inspect.telemetry.records import RECORD, RequestRecord
@@ -77,11 +82,6 @@ def loopback_host(host: str) -> bool:
         return False
 
 
-class _Forbidden(RequestRefused):
-    code = Forbidden.code
-    http_status = 403
-
-
 class AuthGate:
     def __init__(
         self,
@@ -115,7 +115,7 @@ class AuthGate:
             await self._refuse(scope, receive, send, exc, exc.reason)
             return
         except Forbidden as exc:
-            await self._refuse(scope, receive, send, _Forbidden(exc.message), "forbidden")
+            await self._refuse(scope, receive, send, exc, "forbidden")
             return
         except AuthUnavailable as exc:
             await self._refuse(scope, receive, send, exc, "unavailable")
@@ -131,7 +131,7 @@ class AuthGate:
         await self.app(scope, receive, send)
 
     async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, exc: RequestRefused, reason: str
+        self, scope: Scope, receive: Receive, send: Send, exc: InspectorError, reason: str
     ) -> None:
         record = scope.get(RECORD)
         if isinstance(record, RequestRecord):

@@ -23,8 +23,8 @@ import orjson
 from openrl_inspect.auth._entries import entry_line, token_digest
 from openrl_inspect.auth._settings import ENV_PREFIX
 from openrl_inspect.auth._tokens import MAX_TOKEN, TOKEN_SYNTAX
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.principal import Role
-from openrl_inspect.core.settings import SettingsError
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

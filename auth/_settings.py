@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_AUTH_"
 MODES = ("none", "tokens", "jwt")
@@ -120,8 +121,6 @@ def check_listen(settings: AuthSettings, host: str) -> str | None:
 
 
 def _safe_url(url: str) -> bool:
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     if parts.scheme == "https":
         return bool(parts.hostname)

@@ -8,7 +8,7 @@ syncs from it; Redis (fakeredis) holds the 2,000 models. The cluster-view query 
 for the capacity and every node with its GPUs and each GPU's holder pod and model.
 
 Reported: sync time, the query's median latency over N runs after one warm-up on each
-execution path (``Limits.execution``, stock and fast, alternating run by run, with
+execution path (``Settings.execution``, stock and fast, alternating run by run, with
 their answers compared byte for byte), and API-server requests per GraphQL request
 (from the fake server's counter; target 0), also after a 410 (compacted history) and
 after the API server restarts.
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kubernetes
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import holders as KH
@@ -141,9 +141,9 @@ async def measure(
     return latencies, requests, resp
 
 
-async def our_code(backends: Backends, limits: Limits, page: int) -> dict[str, float]:
+async def our_code(backends: Backends, limits: Settings, page: int) -> dict[str, float]:
     """Seconds per phase of the query's reads without GraphQL execution (module doc)."""
-    ctx = Context.build(backends, limits)
+    ctx = Context.build(backends, settings=limits)
     phases: dict[str, float] = {}
     t = time.perf_counter()
 
@@ -180,7 +180,7 @@ async def our_code(backends: Backends, limits: Limits, page: int) -> dict[str, f
     return phases
 
 
-async def our_phases(backends: Backends, limits: Limits, page: int, runs: int) -> str:
+async def our_phases(backends: Backends, limits: Settings, page: int, runs: int) -> str:
     """Median ms per phase of ``our_code`` with the collector off (its pauses land on
     whichever phase allocates when a collection is due, and hide where the work is)."""
     gc.collect()
@@ -223,7 +223,7 @@ async def main(args: argparse.Namespace) -> None:
         await rec.close()
     store = RedisStateStore.in_memory(server)
     fake.start()
-    limits = Limits(max_page_size=max(100, args.page))
+    limits = Settings(bounds=Bounds(max_page_size=max(100, args.page)))
     with tempfile.TemporaryDirectory() as tmp:
         settings = kube_settings(fake, Path(tmp), request_timeout_s=60.0, watch_timeout_s=600.0)
         try:
@@ -231,7 +231,7 @@ async def main(args: argparse.Namespace) -> None:
             async with open_kubernetes(settings) as source:
                 await steady(fake, source, 600)
                 sync_s = time.perf_counter() - t0
-                stock_limits = replace(limits, execution="stock")
+                stock_limits = replace(limits, switches=Switches(execution="stock"))
                 async with (
                     app_client(store, limits, kubernetes=source) as client,
                     app_client(store, stock_limits, kubernetes=source) as stock,

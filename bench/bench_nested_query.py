@@ -2,7 +2,7 @@
 
 Starts its own redis-server on a free loopback port, fills it through the recorder from
 the simulator, then runs the nested query through the ASGI app on each execution path
-(``Limits.execution``: stock and fast) and, with ``--gc``, each garbage-collector
+(``Settings.execution``: stock and fast) and, with ``--gc``, each garbage-collector
 setting, alternating the order round by round. In every round it also measures two
 floors on the same answer: ``orjson.dumps`` of it, and stock graphql-core executing the
 same document over the answer as plain dicts with its default resolvers (no Strawberry,
@@ -42,7 +42,7 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, _wire
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Settings, Switches
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
 from support.redis_server import RedisServer
@@ -90,7 +90,7 @@ async def clients(store: RedisStateStore, modes: list[str]) -> AsyncIterator[dic
     async with AsyncExitStack() as stack:
         out = {}
         for mode in modes:
-            limits = Limits(execution=mode)
+            limits = Settings(switches=Switches(execution=mode))
             out[mode] = await stack.enter_async_context(app_client(store, limits))
         yield out
 

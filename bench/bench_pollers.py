@@ -3,7 +3,7 @@ single flight off and on, in alternating rounds.
 
 Starts a redis-server on a free loopback port and fills it through the recorder from
 the simulator (1,000 models), then two uvicorn servers (subprocesses, one per setting,
-``OPENRL_INSPECT_LIMITS_SINGLE_FLIGHT``-style ``Limits(single_flight=...)``, everything
+``OPENRL_INSPECT_LIMITS_SINGLE_FLIGHT``-style ``Settings(switches=Switches(single_flight=...))``, everything
 else at its default: a 32-connection pool, 1 s pool wait, 30 s request deadline). Each
 round runs ``--pollers`` clients for ``--seconds`` against one server: each asks, reads
 the answer, then waits ``--think`` seconds (uniform in [think/2, think]; 0: no wait).
@@ -52,7 +52,7 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
     from contextlib import asynccontextmanager
 
     from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-    from openrl_inspect.core.settings import Limits
+    from openrl_inspect.core.settings import Settings, Switches
     from openrl_inspect.resolvers.context import Backends
     from openrl_inspect.web import server
     from openrl_inspect.web.app import create_app
@@ -69,7 +69,11 @@ def serve(port: int, redis_url: str, arm: str, fresh_s: float) -> None:
 
     app = create_app(
         backends,
-        Limits(single_flight=arm != "off", fresh_for_s=fresh_s if arm == "fresh" else 0.0),
+        Settings(
+            switches=Switches(
+                single_flight=arm != "off", fresh_for_s=fresh_s if arm == "fresh" else 0.0
+            )
+        ),
         health=HealthSettings(interval_s=0),
     )
     # As ``serve`` runs it: its uvicorn settings and, once started, its collector

@@ -1,4 +1,5 @@
-"""The demo's backends: a simulated OpenRL cluster and the in-memory twins that show it.
+"""``openrl-inspect demo``: the API over a simulated OpenRL cluster and the in-memory
+twins that show it.
 
 The wiring is explicit: the simulation writes OpenRL's state through the real recorder
 into an in-process fakeredis (or a Redis of your choice); this module builds each twin
@@ -8,25 +9,35 @@ every tick, has each mirror make its twin hold what the simulation did.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from openrl_inspect import auth
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.prometheus import RawQuerySettings
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, StateStore, connect
+from openrl_inspect.cli.launch import launch, listen_settings
+from openrl_inspect.core import settings
+from openrl_inspect.core.settings import Settings
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.simulator.metrics_twin import DemoMetrics, start
+from openrl_inspect.telemetry import MetricsSettings
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.guard import HttpSettings
+from openrl_inspect.web.health import HealthSettings
 from openrl_inspect.web.identity import BackendIdentity, Identity, clean_url
+from starlette.applications import Starlette
 
 log = logging.getLogger("openrl_inspect.cli.demo")
 
@@ -103,6 +114,7 @@ async def demo_backends(
         settings = RedisSettings(url=demo.redis_url)
         writer, store = connect(settings), RedisStateStore.from_settings(settings)
     else:
+        # lazy: fakeredis loads only when no Redis is given.
         import fakeredis
 
         server = fakeredis.FakeServer()
@@ -146,3 +158,28 @@ def for_demo(redis_url: str | None) -> Identity:
             BackendIdentity("cloud_logging", simulated),
         ),
     )
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -> int:
+    listen = listen_settings(args, env)
+    metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
+    demo = settings.load(
+        DemoSettings, "OPENRL_INSPECT_DEMO_", env, {"redis_url": args.redis_url, "seed": args.seed}
+    )
+
+    def build(http: HttpSettings, health: HealthSettings) -> tuple[Starlette, list[str]]:
+        warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
+        # The DNS rebinding guard on loopback, as for ``serve`` with mode none.
+        anonymous = auth.Anonymous(loopback_only=auth.is_loopback(listen.host))
+        app = create_app(
+            lambda: demo_backends(demo),
+            inspector,
+            http,
+            health,
+            anonymous,
+            identity=for_demo(demo.redis_url),
+            metrics_settings=metrics,
+        )
+        return app, warnings
+
+    return launch(args, env, listen, build)

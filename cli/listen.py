@@ -14,7 +14,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from openrl_inspect.core.settings import SettingsError
+import httpx
+from openrl_inspect.cli.open_browser import open_now
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.web.app import PREFIX, UI
 from openrl_inspect.web.identity import is_inspector
 
@@ -33,7 +35,7 @@ def parse_port(raw: object, source: str) -> int:
     return port
 
 
-class PortUnusable(Exception):
+class PortUnusable(SettingsError):
     """The port cannot be listened on; the message is one line naming it."""
 
 
@@ -59,8 +61,6 @@ def _bindable(host: str, port: int) -> OSError | None:
 
 def ask_healthz(base_url: str, timeout_s: float = 2.0) -> dict[str, Any] | None:
     """``base_url``'s ``/healthz`` answer when an inspector gave it, else ``None``."""
-    import httpx
-
     try:
         resp = httpx.get(base_url + HEALTHZ, timeout=timeout_s, follow_redirects=False)
         body = resp.json() if resp.status_code == 200 else None
@@ -113,7 +113,5 @@ def report_taken(
     print(f"An OpenRL Inspector ({who}) already serves port {port}: using it.", flush=True)
     print_urls(str(inspector.get("mode")), url)
     if opening:
-        from openrl_inspect.cli.open_browser import open_now
-
         open_now(f"{url}{UI}", lambda s: print(s, flush=True))
     return 0

@@ -1,46 +1,23 @@
 """``openrl-inspect``: serve the API on real backends, run the demo, export the schema,
 issue bearer tokens; for agents and scripts, the MCP tools over stdio and a summary.
 
-Settings come from the command line, then the environment, then defaults.
+This module is the command line (every command and flag) and its dispatch; each command
+runs in a module of its own. Settings come from the command line, then the environment,
+then defaults.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from openrl_inspect.core import settings
-
-if TYPE_CHECKING:
-    from openrl_inspect.cli.serve import BackendSettings
-    from openrl_inspect.core.settings import Limits
-    from openrl_inspect.web.guard import HttpSettings
-    from openrl_inspect.web.health import HealthSettings
-    from starlette.applications import Starlette
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """Where the API listens. Env prefix ``OPENRL_INSPECT_``."""
-
-    host: str = "127.0.0.1"
-    port: int = 8080
-    log_level: str = "info"
-
-
-def browsable_url(host: str, port: int) -> str:
-    """A URL a browser can open: wildcard listen addresses become loopback."""
-    if host in ("0.0.0.0", "::", "[::]", ""):
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
+from openrl_inspect import auth
+from openrl_inspect.core.errors import SettingsError
+from openrl_inspect.core.settings import Settings
 
 
 def _listen_flags(p: argparse.ArgumentParser) -> None:
@@ -80,11 +57,7 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    from openrl_inspect import auth
-    from openrl_inspect.cli import summary as terminal
-    from openrl_inspect.cli import track as track_cli
-
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openrl-inspect", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -122,246 +95,122 @@ def _parser() -> argparse.ArgumentParser:
         "only when a graphical browser is usable: not in CI, over SSH or without a display)",
     )
 
-    track_cli.add_command(sub)
+    _track_command(sub)
 
     auth.add_hash_token_command(sub)
-    terminal.add_commands(sub)  # mcp, summary
+    _agent_commands(sub)  # mcp, summary
 
     export = sub.add_parser("export-schema", help="print or write the GraphQL SDL")
     export.add_argument("path", nargs="?", help="file to write (default: stdout)")
     return parser
 
 
-def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> BackendSettings:
-    """Redis always; each other backend when its flag or environment names it."""
-    from openrl_inspect.adapters import cloud_logging, kubernetes, prometheus
-    from openrl_inspect.adapters.redis import RedisSettings
-    from openrl_inspect.cli.serve import BackendSettings
+def _backend_flags(p: argparse.ArgumentParser) -> None:
+    """Where the backends are, as ``serve`` takes them (``cli.backend_settings``)."""
+    p.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
+    p.add_argument("--redis-cluster", action="store_true", default=None)
+    p.add_argument("--redis-timeout", type=float, help="seconds per Redis call (default 2)")
+    p.add_argument("--redis-max-connections", type=int)
+    p.add_argument("--in-cluster", action="store_true", default=None)
+    p.add_argument("--kubeconfig")
+    p.add_argument("--kube-context")
+    p.add_argument("--prometheus-url")
+    p.add_argument("--logging-project")
 
-    redis = settings.load(
-        RedisSettings,
-        "OPENRL_INSPECT_REDIS_",
-        env,
-        {
-            "url": args.redis_url,
-            "cluster": args.redis_cluster,
-            "timeout_s": args.redis_timeout,
-            "max_connections": args.redis_max_connections,
-        },
+
+def _agent_commands(sub: Any) -> None:
+    mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio (for a local MCP client)")
+    _backend_flags(mcp)
+    mcp.add_argument("--demo", action="store_true", help="over the demo's simulated cluster")
+    mcp.add_argument("--seed", type=int, help="the demo's seed (default 7)")
+
+    summary = sub.add_parser(
+        "summary", help="a model's diagnosis, a session's summary or the attention list"
     )
-    kube_flags = {
-        "in_cluster": args.in_cluster,
-        "kubeconfig": args.kubeconfig,
-        "context": args.kube_context,
-    }
-    kube = kubernetes.load_settings(env, kube_flags)
-    prom = prometheus.load_settings(env, {"url": args.prometheus_url})
-    # GKE writes pod labels into log entries as ``k8s-pod/<key, dots as underscores>``:
-    # unless set, the log label keys follow the Kubernetes label settings.
-    log_labels = {
-        "project": args.logging_project,
-        "model_label_key": kube.labels.log_label(kube.model_label),
-        "role_label_key": kube.labels.log_label(kube.role_label),
-    }
-    for name in ("model_label_key", "role_label_key"):
-        if f"OPENRL_INSPECT_CLOUD_LOGGING_{name.upper()}" in env:
-            del log_labels[name]
-    logs = cloud_logging.load_settings(env, log_labels)
-    pod_logs = kubernetes.load_pod_log_settings(env)
-    named = set(env)
-    return BackendSettings(
-        redis=redis,
-        kubernetes=kube if kube.in_cluster or kube.kubeconfig else None,
-        prometheus=prom
-        if args.prometheus_url or "OPENRL_INSPECT_PROMETHEUS_URL" in named
-        else None,
-        cloud_logging=logs if logs.project else None,
-        pod_logs=pod_logs,
-        raw_query=prometheus.load_raw_settings(env),
+    summary.add_argument("model", nargs="?", help="the model's id")
+    summary.add_argument("--session", help="a session's summary instead")
+    summary.add_argument("--attention", action="store_true", help="the models needing a person")
+    summary.add_argument("--json", action="store_true", help="the answer as JSON")
+    summary.add_argument("--url", help="a running inspector (default: read Redis directly)")
+    summary.add_argument("--token-file", help="a file holding the bearer token")
+    _backend_flags(summary)
+
+
+def _track_command(sub: Any) -> None:
+    track = sub.add_parser(
+        "track-placements",
+        help="record placements from Kueue Workloads into Redis (the writing side)",
     )
+    track.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
+    track.add_argument("--redis-cluster", action="store_true", default=None)
+    track.add_argument("--in-cluster", action="store_true", default=None)
+    track.add_argument("--kubeconfig")
+    track.add_argument("--kube-context")
+    track.add_argument("--namespace", help="only Workloads of this namespace")
+    track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
+    track.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=None,
+        help="run as one of several replicas: write only while holding a Lease",
+    )
+    track.add_argument("--lease-name", help="the Lease (default openrl-inspect-tracker)")
+    track.add_argument("--lease-namespace", help="the Lease's namespace (default openrl-inspect)")
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     env = os.environ if environ is None else environ
     try:
-        return _run(args, env)
-    except settings.SettingsError as exc:
+        return _dispatch(args, env)
+    except SettingsError as exc:
         print(f"openrl-inspect: {exc}", file=sys.stderr)
         return 2
 
 
-def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from openrl_inspect import auth
-    from openrl_inspect.cli import track as track_cli
-    from openrl_inspect.core.settings import Limits
-
-    if args.command == "hash-token":
-        return auth.hash_token(args, env)
-    limits = settings.load(
-        Limits,
-        "OPENRL_INSPECT_LIMITS_",
+def inspector_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+    """The inspector's settings: the environment, then these commands' flags."""
+    return Settings.from_environment(
         env,
         {
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
             "registered_only": getattr(args, "registered_only", None),
-            "execution": _execution(env),
         },
     )
+
+
+# lazy: a command's module loads when it runs (the web stack, the backends' SDKs and the
+# simulator take seconds to import): ``--help`` and a settings error answer at once.
+def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    if args.command == "hash-token":
+        return auth.hash_token(args, env)
+    settings = inspector_settings(args, env)
     if args.command == "export-schema":
-        return _export_schema(args, limits)
+        from openrl_inspect.execution import build_schema
+
+        sdl = build_schema(settings.switches).as_str() + "\n"
+        if args.path:
+            Path(args.path).write_text(sdl, encoding="utf-8")
+        else:
+            sys.stdout.write(sdl)
+        return 0
     if args.command == "track-placements":
-        return track_cli.run(args, env)
-    if args.command in ("mcp", "summary"):
-        from openrl_inspect.cli import summary as terminal
+        from openrl_inspect.cli import track
 
-        return terminal.run(args, env, limits)
-    return _serve(args, env, limits)
+        return track.run(args, env)
+    if args.command == "summary":
+        from openrl_inspect.cli import summary
 
+        return summary.run(args, env, settings)
+    if args.command == "mcp":
+        from openrl_inspect.cli import mcp
 
-def _execution(env: Mapping[str, str]) -> str | None:
-    """``OPENRL_INSPECT_EXECUTION``: ``fast`` (the default) or ``stock`` (``schema.fast``)."""
-    value = env.get("OPENRL_INSPECT_EXECUTION")
-    if value is None:
-        return None
-    if value.strip().lower() not in ("stock", "fast"):
-        raise settings.SettingsError(
-            f"OPENRL_INSPECT_EXECUTION: expected 'stock' or 'fast', got {value!r}"
-        )
-    return value.strip().lower()
-
-
-def _export_schema(args: argparse.Namespace, limits: Limits) -> int:
-    from openrl_inspect.execution.schema import build_schema
-
-    sdl = build_schema(limits).as_str() + "\n"
-    if args.path:
-        Path(args.path).write_text(sdl, encoding="utf-8")
-    else:
-        sys.stdout.write(sdl)
-    return 0
-
-
-def _serve(args: argparse.Namespace, env: Mapping[str, str], limits: Limits) -> int:
-    """``serve`` over the real backends, ``demo`` over the simulated ones."""
-    # Imported here so that ``--help`` and a settings error answer at once.
-    from openrl_inspect.cli.listen import PortUnusable, check_port, print_urls, report_taken
-    from openrl_inspect.telemetry import jsonlog
-    from openrl_inspect.web import server
-    from openrl_inspect.web.app import UI
-    from openrl_inspect.web.guard import HttpSettings
-    from openrl_inspect.web.health import HealthSettings
-
-    listen = _listen_settings(args, env)
-    cors = tuple(args.cors_origin) if args.cors_origin else None
-    http = settings.load(
-        HttpSettings,
-        "OPENRL_INSPECT_HTTP_",
-        env,
-        {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
-    )
-    health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
-    gc_settings = settings.load(server.GcSettings, "OPENRL_INSPECT_GC_", env)
-    app, warnings = _app(args, env, limits, listen, http, health)
-    url = browsable_url(listen.host, listen.port)
-    opening = args.command == "demo" and _opens_browser(args, env)
-    try:
-        taken = check_port(listen.host, listen.port, url)
-    except PortUnusable as exc:
-        print(f"openrl-inspect: {exc}", file=sys.stderr)
-        return 2
-    if taken is not None:
-        return report_taken(args.command, listen.port, url, taken.inspector, opening)
-    print_urls(args.command, url)
-    if opening:
-        from openrl_inspect.cli.open_browser import open_when_listening
-
-        host = "127.0.0.1" if url.startswith("http://127.0.0.1:") else listen.host
-        open_when_listening(f"{url}{UI}", host, listen.port, lambda s: print(s, flush=True))
-    jsonlog.configure(listen.log_level)
-    for warning in warnings:
-        logging.getLogger("openrl_inspect.auth").warning(warning)
-    server.serve(app, listen.host, listen.port, listen.log_level, http, gc_settings)
-    return 0
-
-
-def _listen_settings(args: argparse.Namespace, env: Mapping[str, str]) -> ServerSettings:
-    """Where to listen; a port out of 1-65535, or not a number, is a ``SettingsError``."""
-    from openrl_inspect.cli.listen import parse_port
-
-    port = None if args.port is None else parse_port(args.port, "--port")
-    listen = settings.load(
-        ServerSettings,
-        "OPENRL_INSPECT_",
-        env,
-        {"host": args.host, "port": port, "log_level": args.log_level},
-    )
-    if port is None:
-        parse_port(listen.port, "OPENRL_INSPECT_PORT")
-    return listen
-
-
-def _app(
-    args: argparse.Namespace,
-    env: Mapping[str, str],
-    limits: Limits,
-    listen: ServerSettings,
-    http: HttpSettings,
-    health: HealthSettings,
-) -> tuple[Starlette, list[str]]:
-    """The app for ``serve`` or ``demo``, and the warnings to log once logging is on."""
-    from openrl_inspect import auth
-    from openrl_inspect.cli.demo import DemoSettings, demo_backends, for_demo
-    from openrl_inspect.cli.serve import for_serve, real_backends
-    from openrl_inspect.telemetry import MetricsSettings
-    from openrl_inspect.web.app import create_app
-
-    metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
+        return mcp.run(args, env, settings)
     if args.command == "serve":
-        config = backend_settings(args, env)
-        warnings = auth.redis_secrets(config.redis, args.redis_url)
-        served = auth.for_serve(args, env, listen.host, limits)
-        warnings += served.warnings
-        app = create_app(
-            lambda: real_backends(config),
-            served.limits,
-            http,
-            health,
-            served.authenticator,
-            served.graphiql,
-            for_serve(config, env),
-            metrics,
-        )
-        return app, warnings
-    warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
-    demo = settings.load(
-        DemoSettings,
-        "OPENRL_INSPECT_DEMO_",
-        env,
-        {"redis_url": args.redis_url, "seed": args.seed},
-    )
-    who = for_demo(demo.redis_url)
-    # The DNS rebinding guard on loopback, as for ``serve`` with mode none.
-    anonymous = auth.Anonymous(loopback_only=auth.is_loopback(listen.host))
-    app = create_app(
-        lambda: demo_backends(demo), limits, http, health, anonymous, identity=who,
-        metrics_settings=metrics,
-    )  # fmt: skip
-    return app, warnings
+        from openrl_inspect.cli import serve
 
+        return serve.run(args, env, settings)
+    from openrl_inspect.cli import demo
 
-@dataclass(frozen=True)
-class OpenBrowserSettings:
-    """Whether the demo opens the dashboard. Env ``OPENRL_INSPECT_OPEN_BROWSER``."""
-
-    open_browser: bool | None = None
-
-
-def _opens_browser(args: argparse.Namespace, env: Mapping[str, str]) -> bool:
-    from openrl_inspect.cli.open_browser import should_open
-
-    choice = settings.load(
-        OpenBrowserSettings, "OPENRL_INSPECT_", env, {"open_browser": args.open_browser}
-    ).open_browser
-    return should_open(choice, env)
+    return demo.run(args, env, settings)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from openrl_inspect import auth
+from openrl_inspect.adapters import cloud_logging, kubernetes, prometheus
 from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
 from openrl_inspect.adapters.kubernetes import (
     KubernetesSettings,
@@ -23,8 +26,16 @@ from openrl_inspect.adapters.prometheus import (
     make_metrics_source,
 )
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
+from openrl_inspect.cli.launch import launch, listen_settings
+from openrl_inspect.core import settings
+from openrl_inspect.core.settings import Settings
 from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.telemetry import MetricsSettings
+from openrl_inspect.web.app import create_app
+from openrl_inspect.web.guard import HttpSettings
+from openrl_inspect.web.health import HealthSettings
 from openrl_inspect.web.identity import BackendIdentity, Identity, clean_url
+from starlette.applications import Starlette
 
 log = logging.getLogger("openrl_inspect.cli.serve")
 
@@ -82,6 +93,7 @@ def kubernetes_server(kube: KubernetesSettings, env: Mapping[str, str]) -> str:
 def _kubeconfig_server(path: str, context: str | None) -> str:
     # A kubeconfig that cannot be read here fails loudly where the client opens it.
     try:
+        # lazy: PyYAML is read only with a kubeconfig.
         import yaml
 
         with open(path, encoding="utf-8") as f:
@@ -113,3 +125,72 @@ def for_serve(config: BackendSettings, env: Mapping[str, str]) -> Identity:
         project = f"project {config.cloud_logging.project}"
         backends.append(BackendIdentity("cloud_logging", project))
     return Identity("serve", tuple(backends))
+
+
+def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> BackendSettings:
+    """Redis always; each other backend when its flag or environment names it."""
+    redis = settings.load(
+        RedisSettings,
+        "OPENRL_INSPECT_REDIS_",
+        env,
+        {
+            "url": args.redis_url,
+            "cluster": args.redis_cluster,
+            "timeout_s": args.redis_timeout,
+            "max_connections": args.redis_max_connections,
+        },
+    )
+    kube_flags = {
+        "in_cluster": args.in_cluster,
+        "kubeconfig": args.kubeconfig,
+        "context": args.kube_context,
+    }
+    kube = kubernetes.load_settings(env, kube_flags)
+    prom = prometheus.load_settings(env, {"url": args.prometheus_url})
+    # GKE writes pod labels into log entries as ``k8s-pod/<key, dots as underscores>``:
+    # unless set, the log label keys follow the Kubernetes label settings.
+    log_labels = {
+        "project": args.logging_project,
+        "model_label_key": kube.labels.log_label(kube.model_label),
+        "role_label_key": kube.labels.log_label(kube.role_label),
+    }
+    for name in ("model_label_key", "role_label_key"):
+        if f"OPENRL_INSPECT_CLOUD_LOGGING_{name.upper()}" in env:
+            del log_labels[name]
+    logs = cloud_logging.load_settings(env, log_labels)
+    pod_logs = kubernetes.load_pod_log_settings(env)
+    named = set(env)
+    return BackendSettings(
+        redis=redis,
+        kubernetes=kube if kube.in_cluster or kube.kubeconfig else None,
+        prometheus=prom
+        if args.prometheus_url or "OPENRL_INSPECT_PROMETHEUS_URL" in named
+        else None,
+        cloud_logging=logs if logs.project else None,
+        pod_logs=pod_logs,
+        raw_query=prometheus.load_raw_settings(env),
+    )
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -> int:
+    config = backend_settings(args, env)
+    listen = listen_settings(args, env)
+    metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
+
+    def build(http: HttpSettings, health: HealthSettings) -> tuple[Starlette, list[str]]:
+        warnings = auth.redis_secrets(config.redis, args.redis_url)
+        served = auth.for_serve(args, env, listen.host, inspector)
+        warnings += served.warnings
+        app = create_app(
+            lambda: real_backends(config),
+            served.settings,
+            http,
+            health,
+            served.authenticator,
+            served.graphiql,
+            for_serve(config, env),
+            metrics,
+        )
+        return app, warnings
+
+    return launch(args, env, listen, build)

@@ -8,48 +8,22 @@ then defaults.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
+import socket
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
+from openrl_inspect import auth
+from openrl_inspect.adapters import kubernetes
+from openrl_inspect.adapters.redis import RedisSettings
 from openrl_inspect.core import settings
-
-if TYPE_CHECKING:
-    from openrl_inspect.tracker.leader import ElectionSettings
-
-
-def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    track = sub.add_parser(
-        "track-placements",
-        help="record placements from Kueue Workloads into Redis (the writing side)",
-    )
-    track.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
-    track.add_argument("--redis-cluster", action="store_true", default=None)
-    track.add_argument("--in-cluster", action="store_true", default=None)
-    track.add_argument("--kubeconfig")
-    track.add_argument("--kube-context")
-    track.add_argument("--namespace", help="only Workloads of this namespace")
-    track.add_argument("--interval", type=float, help="seconds between passes (default 5)")
-    track.add_argument(
-        "--leader-elect",
-        action="store_true",
-        default=None,
-        help="run as one of several replicas: write only while holding a Lease",
-    )
-    track.add_argument("--lease-name", help="the Lease (default openrl-inspect-tracker)")
-    track.add_argument("--lease-namespace", help="the Lease's namespace (default openrl-inspect)")
+from openrl_inspect.tracker import run as tracker
+from openrl_inspect.tracker.leader import ElectionSettings
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    import asyncio
-
-    from openrl_inspect import auth
-    from openrl_inspect.adapters import kubernetes
-    from openrl_inspect.adapters.redis import RedisSettings
-    from openrl_inspect.tracker import run as tracker
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     redis = settings.load(
         RedisSettings,
@@ -90,10 +64,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _election(args: argparse.Namespace, env: Mapping[str, str]) -> ElectionSettings:
     """Who campaigns for which Lease; the identity defaults to the host (pod) name."""
-    import socket
-
-    from openrl_inspect.tracker.leader import ElectionSettings
-
     return settings.load(
         ElectionSettings,
         "OPENRL_INSPECT_LEADER_",

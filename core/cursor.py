@@ -6,14 +6,20 @@ A cursor is opaque to clients: base64url (unpadded) of the compact JSON array
 another. Each user gives its fields meaning and checks them; this module only refuses
 what is not a cursor of that kind, always with ``InvalidInput`` and before any backend
 call. ``fingerprint`` binds a cursor to the query that made it (its filters, order).
+
+``Sealer`` seals a cursor (AES-GCM) for a viewer whose lists are scanned and filtered:
+a plain cursor would name the entry the scan stopped on, which may be another owner's.
+A sealed cursor opens only for the principal it was made for.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
+import os
 from typing import Any
 
 from openrl_inspect.core.errors import InvalidInput
@@ -50,3 +56,45 @@ def fingerprint(*parts: Any) -> str:
     """A short stable digest of what a cursor must be used with (filters, order)."""
     raw = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+class Sealer:
+    """Seals cursors with a key (from ``Secrets.cursor_key``, else a random one) and the
+    principal's name as associated data, so a cursor is opaque and bound to its holder."""
+
+    PREFIX = "s."
+
+    def __init__(self, secret: str | None) -> None:
+        # lazy: cryptography loads with the first sealer, not with every import of cursors.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        key = hashlib.sha256(secret.encode()).digest() if secret else os.urandom(32)
+        self._aead = AESGCM(key)
+
+    def seal(self, cursor: str, holder: str) -> str:
+        nonce = os.urandom(12)
+        box = self._aead.encrypt(nonce, cursor.encode(), (self.PREFIX + holder).encode())
+        return self.PREFIX + base64.urlsafe_b64encode(nonce + box).decode().rstrip("=")
+
+    def unseal(self, cursor: str, holder: str) -> str:
+        """The cursor sealed for ``holder``, or ``InvalidInput`` for anything else."""
+        # lazy: as in __init__.
+        from cryptography.exceptions import InvalidTag
+
+        refused = InvalidInput("this cursor is not valid here: start again without `after`")
+        if not cursor.startswith(self.PREFIX) or len(cursor) > 4096:
+            raise refused
+        try:
+            body = cursor[len(self.PREFIX) :]
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            opened = self._aead.decrypt(raw[:12], raw[12:], (self.PREFIX + holder).encode())
+            return opened.decode()
+        except (ValueError, InvalidTag, UnicodeDecodeError):
+            raise refused from None
+
+
+@functools.cache
+def process_sealer() -> Sealer:
+    """A sealer with a key drawn for this process (a Context built without one: tests,
+    tools); ``serve`` passes one keyed by ``Secrets.cursor_key``."""
+    return Sealer(None)

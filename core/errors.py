@@ -1,4 +1,4 @@
-"""The exceptions every adapter raises, whatever its backend.
+"""Every exception the product raises, and the one table of what each code means on the wire.
 
 Adapters translate their SDK's exceptions at the boundary (``raise X(...) from exc``)
 so nothing above them ever sees a redis, kubernetes, httpx or google exception::
@@ -13,43 +13,150 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     │   └── SchemaVersionError       the data is newer than this reader understands
     ├── NotFound                     a looked-up id does not exist
     ├── BadRecord                    one stored record cannot be read; its siblings stand
+    │   └── DecodeError              one stored field cannot be decoded (before the record
+    │                                is named: the reader re-raises it as BadRecord)
     ├── InvalidInput                 a caller's argument was refused before any call
+    │   └── FilterSyntaxError        a log filter outside the subset this API writes
     ├── Forbidden                    the principal's role may not read this field
+    │   └── RawQueryDisabled         the operators' raw PromQL field is off
+    ├── ClientDisconnected           the client went away before its answer was ready
+    ├── SettingsError                a setting, file or flag given at start-up is unusable
     └── RequestRefused               the request itself was refused before any backend call
-        ├── BadRequest               a body that is not a GraphQL request (HTTP 400)
-        ├── BodyTooLarge             a body past the size limit (HTTP 413)
-        ├── RequestTimeout           a body that arrived too slowly (HTTP 408)
+        ├── BadRequest               a body that is not a GraphQL request
+        ├── BodyTooLarge             a body past the size limit
+        ├── RequestTimeout           a body that arrived too slowly
         ├── QueryTooCostly           a query that could return too many nodes
-        ├── Busy                     every slot for expensive queries stayed taken (HTTP 429)
+        ├── Busy                     every slot for expensive queries stayed taken
         ├── DeadlineExceeded         the request ran past its deadline and was cancelled
-        ├── Unauthenticated          no credential, or one not accepted (HTTP 401)
-        └── AuthUnavailable          the keys to check credentials with are unreachable (503)
+        ├── PersistedQueryNotFound   a persisted query's hash is not registered
+        ├── NotRegistered            only registered documents may run, and this is not one
+        ├── Unauthenticated          no credential, or one not accepted
+        └── AuthUnavailable          the keys to check credentials with are unreachable
 
 Messages are safe to show: they name the backend, never a host, key, query or trace.
-The GraphQL layer maps each class to an ``extensions.code``.
+
+``CODES`` is the one table from a code to what it means on each wire: the GraphQL
+``extensions.code`` is the code itself; ``status`` is the HTTP status of an answer that
+has nothing else to show (REST, and ``/graphql`` answering
+``application/graphql-response+json``); ``transport`` marks a refusal of the HTTP request
+itself, sent with its status whatever the media type (a legacy ``application/json``
+answer of ``/graphql`` is otherwise a 200, as GraphQL over HTTP asks); an MCP tool answer
+sets ``isError`` when it has nothing else to show, as REST answers a non-200. ``body``
+builds every error body.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """What one error code means on the wire."""
+
+    name: str
+    status: int
+    transport: bool = False
+    # Seconds a client should wait before retrying (``Retry-After``), when it should.
+    retry_after_s: int | None = None
+
+
+# size: the one table of codes, a row each
+_TABLE = (
+    # The request itself, refused before GraphQL runs anything.
+    Code("BAD_REQUEST", 400, transport=True),
+    Code("BODY_TOO_LARGE", 413, transport=True),
+    Code("REQUEST_TIMEOUT", 408, transport=True),
+    Code("UNAUTHENTICATED", 401, transport=True),
+    Code("AUTH_UNAVAILABLE", 503, transport=True),
+    Code("BUSY", 429, transport=True, retry_after_s=1),
+    Code("PERSISTED_QUERY_NOT_IN_LIST", 403, transport=True),
+    # Apollo's clients read this code from a 200 and retry with the text.
+    Code("PERSISTED_QUERY_NOT_FOUND", 200, transport=True),
+    # The document: it does not parse, validate, or fit the limits.
+    Code("GRAPHQL_PARSE_FAILED", 400),
+    Code("GRAPHQL_VALIDATION_FAILED", 400),
+    Code("QUERY_TOO_COSTLY", 400),
+    # A field or the whole answer.
+    Code("BAD_INPUT", 400),
+    Code("NOT_FOUND", 404),
+    Code("FORBIDDEN", 403),
+    Code("RAW_QUERY_DISABLED", 403),
+    Code("BAD_RECORD", 502),
+    Code("BACKEND_UNAVAILABLE", 503),
+    # Redis answers, but every pooled connection stayed in use: retry, as for BUSY.
+    Code("BACKEND_BUSY", 429, retry_after_s=1),
+    Code("BACKEND_TIMEOUT", 503),
+    Code("BACKEND_PROTOCOL_ERROR", 503),
+    Code("BACKEND_NOT_CONFIGURED", 503),
+    Code("SCHEMA_VERSION_UNSUPPORTED", 503),
+    Code("DEADLINE_EXCEEDED", 504),
+    Code("INTERNAL", 500),
+    # nginx's "client closed request": nobody is left to read the answer.
+    Code("CLIENT_DISCONNECTED", 499),
+    Code("BAD_SETTING", 500),
+    # The terminal summary could not reach the inspector it was pointed at.
+    Code("UNREACHABLE", 503),
+)
+CODES: dict[str, Code] = {code.name: code for code in _TABLE}
+_INTERNAL = CODES["INTERNAL"]
+# When several errors leave nothing to show, the caller's problem wins over the server's.
+_PRECEDENCE = (401, 403, 404, 400, 413, 408, 429, 502, 503, 504, 500)
+
+
+def code_of(name: object) -> Code:
+    """The row of ``name``; an unknown name (or none) is the server's fault."""
+    return CODES.get(name, _INTERNAL) if isinstance(name, str) else _INTERNAL
+
+
+def status_of(codes: Iterable[str]) -> int:
+    """The HTTP status of an answer with nothing to show and these errors' codes."""
+    found = {code_of(c).status for c in codes}
+    return next((s for s in _PRECEDENCE if s in found), max(found, default=500))
+
+
+def error(message: str, code: str, **extensions: Any) -> dict[str, Any]:
+    """One GraphQL error as the API formats it."""
+    return {"message": message, "extensions": {"code": code, **extensions}}
+
+
+def body(*errors: InspectorError) -> dict[str, Any]:
+    """The body of an answer that is only errors (no ``data``: nothing ran)."""
+    return {"errors": [error(e.message, e.code, **e.extensions()) for e in errors]}
+
 
 class InspectorError(Exception):
-    """Base of every expected failure; ``code`` is the GraphQL ``extensions.code``."""
+    """Base of every expected failure; ``code`` names its row in ``CODES``."""
 
-    code = "INSPECTOR_ERROR"
+    code = "INTERNAL"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
+    def extensions(self) -> dict[str, Any]:
+        """What the error adds to ``extensions`` beside its code."""
+        retry = code_of(self.code).retry_after_s
+        return {} if retry is None else {"retryAfterSeconds": retry}
+
+    @property
+    def status(self) -> int:
+        return code_of(self.code).status
+
 
 class BackendError(InspectorError):
     """A call to ``backend`` failed; the fields that depend on it go null."""
 
-    code = "BACKEND_ERROR"
+    code = "BACKEND_UNAVAILABLE"
 
     def __init__(self, backend: str, message: str) -> None:
         super().__init__(message)
         self.backend = backend
+
+    def extensions(self) -> dict[str, Any]:
+        return {"backend": self.backend, **super().extensions()}
 
 
 class BackendUnavailable(BackendError):
@@ -89,7 +196,20 @@ class NotFound(InspectorError):
 
 
 class InvalidInput(InspectorError):
+    """An argument the caller gave cannot be used; ``parameter`` names it when known."""
+
     code = "BAD_INPUT"
+
+    def __init__(self, message: str, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+    def extensions(self) -> dict[str, Any]:
+        return {} if self.parameter is None else {"parameter": self.parameter}
+
+
+class FilterSyntaxError(InvalidInput):
+    """A log filter's text is not in the subset of the query language this API writes."""
 
 
 class Forbidden(InspectorError):
@@ -98,51 +218,32 @@ class Forbidden(InspectorError):
     code = "FORBIDDEN"
 
 
-class RequestRefused(InspectorError):
-    """The whole request is refused before it reaches a backend.
+class RawQueryDisabled(Forbidden):
+    """The raw query field is off (``OPENRL_INSPECT_PROMETHEUS_RAW_QUERY`` is not true)."""
 
-    ``http_status`` is what a plain HTTP client sees; a refusal raised during GraphQL
-    execution is answered as a GraphQL error with ``code`` (and that status where it
-    differs from 200).
-    """
+    code = "RAW_QUERY_DISABLED"
 
-    code = "REQUEST_REFUSED"
-    http_status = 400
-
-
-class BadRequest(RequestRefused):
-    code = "BAD_REQUEST"
+    def __init__(self) -> None:
+        super().__init__(
+            "raw Prometheus queries are disabled; an operator can enable them with "
+            "OPENRL_INSPECT_PROMETHEUS_RAW_QUERY=true"
+        )
 
 
-class BodyTooLarge(RequestRefused):
-    code = "BODY_TOO_LARGE"
-    http_status = 413
+class ClientDisconnected(InspectorError):
+    """The client disconnected before its answer was ready; nothing is to be sent."""
+
+    code = "CLIENT_DISCONNECTED"
+
+    def __init__(self) -> None:
+        super().__init__("The client went away before its answer was ready.")
 
 
-class RequestTimeout(RequestRefused):
-    code = "REQUEST_TIMEOUT"
-    http_status = 408
+class SettingsError(InspectorError):
+    """A setting, flag or file given at start-up cannot be used; the message names it
+    (the variable, flag or file's role) and what it accepts, never a secret."""
 
-
-class QueryTooCostly(RequestRefused):
-    code = "QUERY_TOO_COSTLY"
-    http_status = 200
-
-
-class Busy(RequestRefused):
-    """Too many expensive queries at once; ``retry_after_s`` is a hint for the client."""
-
-    code = "BUSY"
-    http_status = 429
-
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-class DeadlineExceeded(RequestRefused):
-    code = "DEADLINE_EXCEEDED"
-    http_status = 200
+    code = "BAD_SETTING"
 
 
 class BadRecord(InspectorError):
@@ -160,6 +261,71 @@ class BadRecord(InspectorError):
         self.ident = ident
 
 
+class DecodeError(BadRecord, ValueError):
+    """A stored field could not be decoded; the message names the field, not the key.
+    Raised below the record's reader, which names the record (``BadRecord``); still a
+    ``ValueError`` for the readers that treat any unparsable value alike."""
+
+    def __init__(self, problem: str) -> None:
+        InspectorError.__init__(self, problem)
+        self.kind = "field"
+        self.ident = ""
+
+
+class RequestRefused(InspectorError):
+    """The whole request is refused before it reaches a backend."""
+
+    code = "BAD_REQUEST"
+
+
+class BadRequest(RequestRefused):
+    code = "BAD_REQUEST"
+
+
+class BodyTooLarge(RequestRefused):
+    code = "BODY_TOO_LARGE"
+
+
+class RequestTimeout(RequestRefused):
+    code = "REQUEST_TIMEOUT"
+
+
+class QueryTooCostly(RequestRefused):
+    code = "QUERY_TOO_COSTLY"
+
+
+class Busy(RequestRefused):
+    """Too many expensive queries at once; ``retry_after_s`` is a hint for the client."""
+
+    code = "BUSY"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    def extensions(self) -> dict[str, Any]:
+        return {"retryAfterSeconds": self.retry_after_s}
+
+
+class DeadlineExceeded(RequestRefused):
+    code = "DEADLINE_EXCEEDED"
+
+
+class PersistedQueryNotFound(RequestRefused):
+    """Apollo's answer to a hash the server does not hold (its clients send the text next)."""
+
+    code = "PERSISTED_QUERY_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("PersistedQueryNotFound")
+
+
+class NotRegistered(RequestRefused):
+    """Only the registered documents may run here (Apollo's safelisting code)."""
+
+    code = "PERSISTED_QUERY_NOT_IN_LIST"
+
+
 class Unauthenticated(RequestRefused):
     """No credential, or one that was not accepted.
 
@@ -169,7 +335,6 @@ class Unauthenticated(RequestRefused):
     """
 
     code = "UNAUTHENTICATED"
-    http_status = 401
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -181,4 +346,3 @@ class AuthUnavailable(RequestRefused):
     the server's trouble, not the caller's, so not a 401."""
 
     code = "AUTH_UNAVAILABLE"
-    http_status = 503

@@ -1,7 +1,13 @@
-"""Settings: one dataclass per concern, each with its own environment prefix.
+"""Settings: one frozen dataclass per concern, each with its own environment prefix.
 
 Precedence is command line > environment > defaults. Nothing reads the environment at
-import time: ``load`` is called once at start-up with the environment passed in.
+import time or after start-up: ``load`` is called once, with the environment passed in,
+and the objects it builds are handed to whoever needs them. A value that cannot be
+understood is a ``SettingsError`` naming the variable and what it accepts.
+
+Why not pydantic-settings: its settings classes read ``os.environ`` whenever one is
+built unless each overrides its sources, and tests and the demo build them freely;
+this loader reads only the mapping it is given, and is the sixty lines below.
 """
 
 from __future__ import annotations
@@ -10,17 +16,15 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from openrl_inspect.core.errors import SettingsError
 
 T = TypeVar("T")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-class SettingsError(ValueError):
-    """A setting's value could not be understood; the message names the variable."""
 
 
 def _coerce(name: str, raw: str, annotation: Any) -> Any:
@@ -61,18 +65,18 @@ def load(
         raise TypeError(f"{cls!r} is not a dataclass")
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        env_name = f"{prefix}{field.name.upper()}"
+    for each in dataclasses.fields(cls):
+        env_name = f"{prefix}{each.name.upper()}"
         if env_name in environ:
-            values[field.name] = _coerce(env_name, environ[env_name], hints[field.name])
-        if overrides is not None and overrides.get(field.name) is not None:
-            values[field.name] = overrides[field.name]
+            values[each.name] = _coerce(env_name, environ[env_name], hints[each.name])
+        if overrides is not None and overrides.get(each.name) is not None:
+            values[each.name] = overrides[each.name]
     return cls(**values)
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Bounds on what one request may ask for. Env prefix ``OPENRL_INSPECT_LIMITS_``."""
+class Bounds:
+    """What one request may ask for. Env prefix ``OPENRL_INSPECT_LIMITS_``."""
 
     default_page_size: int = 20
     max_page_size: int = 100
@@ -91,29 +95,73 @@ class Limits:
     expensive_nodes: int = 10_000
     max_expensive_requests: int = 2
     busy_wait_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How the diagnosis judges what it reads. Env prefix ``OPENRL_INSPECT_JUDGEMENT_``."""
+
+    # An op whose worker has not heartbeat for this long is lost.
+    heartbeat_stale_s: float = 30.0
+    # An op running longer than this on a live worker is stuck.
+    stuck_after_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Switches:
+    """How documents run and which features are on. Env prefix ``OPENRL_INSPECT_``."""
+
     # Identical queries (same principal, document, operation and variables) that arrive
-    # while one of them runs wait for its result instead of running again
-    # (``single_flight``). Never a cache: a query after the result runs anew.
+    # while one of them runs wait for its result instead of running again. Never a
+    # cache: a query after the result runs anew, unless ``fresh_for_s`` says otherwise.
     single_flight: bool = True
     # With single flight: an answer also serves identical queries arriving within this
-    # many seconds after it (polls of one page from many dashboards). 0: off, every
-    # query after an answer runs anew.
+    # many seconds after it (polls of one page from many dashboards). 0: off.
     fresh_for_s: float = 0.0
     # Off: introspection queries are refused and errors carry no "Did you mean" hints
     # (GraphiQL's schema explorer needs it on).
     introspection: bool = True
     # Only the documents the server ships (the dashboard's, the REST routes' and MCP
-    # tools'), by text or by persisted-query hash (``engine.persisted``).
+    # tools'), by text or by persisted-query hash.
     registered_only: bool = False
-    # An op whose worker has not heartbeat for this long is lost.
-    heartbeat_stale_s: float = 30.0
-    # An op running longer than this on a live worker is stuck.
-    stuck_after_s: float = 600.0
-    # Summaries read a model's rollup (one read) where the recorder kept one; off: they
-    # scan every op of the steps summarised, as before rollups (for comparisons).
-    use_rollups: bool = True
-    # "fast": plain fields are read and serialised by the schema's own executor
-    # (``schema.fast``); "stock": graphql-core's and Strawberry's per-field path for
-    # every field. Both answer byte for byte alike (tests/api/test_fast_execution.py).
-    # Set by ``OPENRL_INSPECT_EXECUTION`` (``server.Runtime``).
+    # "fast": plain fields are read and serialised by the inspector's own executor
+    # (``execution.fast``); "stock": graphql-core's and Strawberry's per-field path.
     execution: str = "fast"
+
+    def __post_init__(self) -> None:
+        if self.execution not in ("fast", "stock"):
+            raise SettingsError(
+                f"OPENRL_INSPECT_EXECUTION: expected 'fast' or 'stock', got {self.execution!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """Keys the inspector holds. Env prefix ``OPENRL_INSPECT_``."""
+
+    # Seals a viewer's cursors (AES-GCM). Replicas share it so that a cursor outlives
+    # the replica that made it; unset, each process draws its own.
+    cursor_key: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The inspector's own settings, by concern (each backend has its own elsewhere)."""
+
+    bounds: Bounds = field(default_factory=Bounds)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    switches: Switches = field(default_factory=Switches)
+    secrets: Secrets = field(default_factory=Secrets)
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    ) -> Settings:
+        """Each concern from its variables; ``overrides`` (the command line) by field name."""
+        given = overrides or {}
+        return cls(
+            bounds=load(Bounds, "OPENRL_INSPECT_LIMITS_", environ, given),
+            thresholds=load(Thresholds, "OPENRL_INSPECT_JUDGEMENT_", environ, given),
+            switches=load(Switches, "OPENRL_INSPECT_", environ, given),
+            secrets=load(Secrets, "OPENRL_INSPECT_", environ, given),
+        )

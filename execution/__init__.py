@@ -1,14 +1,23 @@
-"""One engine under every entry that is not the GraphQL endpoint itself: the REST routes,
-the MCP tools and the terminal summary run *named GraphQL documents* through the same
-Strawberry schema, with a per-request ``Context`` for the caller's principal, so the
-limits, the scoping and the error codes are those of ``/graphql``: there is no second
-data path.
+"""Running a GraphQL document, the one way every entry does it (``run.Runner``): the
+persisted lookup, one parse, the cost check, shared executions, the deadline, and the
+schema's validation and execution.
 
-The documents are ``.graphql`` files (``agents/documents/``, the dashboard's in
-``static/ui/queries/``); ``registry`` names them and hashes them for persisted queries.
+The registered documents are ``.graphql`` files (the REST routes' and MCP tools' in
+``agents/documents/``, the dashboard's in ``static/ui/queries/``); ``registry`` names
+them and hashes them for persisted queries.
 """
 
 from openrl_inspect.execution.registry import Document, Registry, registry
-from openrl_inspect.execution.run import Answer, Engine, error
+from openrl_inspect.execution.run import Answer, Request, Runner
+from openrl_inspect.execution.schema import InspectorSchema, build_schema
 
-__all__ = ["Answer", "Document", "Engine", "Registry", "error", "registry"]
+__all__ = [
+    "Answer",
+    "Document",
+    "InspectorSchema",
+    "Registry",
+    "Request",
+    "Runner",
+    "build_schema",
+    "registry",
+]

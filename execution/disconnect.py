@@ -17,13 +17,10 @@ import contextlib
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from openrl_inspect.core.errors import ClientDisconnected
 from starlette.types import Receive
 
 T = TypeVar("T")
-
-
-class Disconnected(Exception):
-    """The client disconnected before its answer was ready; nothing is to be sent."""
 
 
 async def _until_disconnect(receive: Receive) -> None:
@@ -32,7 +29,7 @@ async def _until_disconnect(receive: Receive) -> None:
 
 
 async def unless_disconnected(receive: Receive, work: Awaitable[T]) -> T:
-    """``work``'s result, or ``Disconnected`` once the client has gone (``work``
+    """``work``'s result, or ``ClientDisconnected`` once the client has gone (``work``
     cancelled and awaited, so its clean-up has run)."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(_until_disconnect(receive))
@@ -53,4 +50,4 @@ async def unless_disconnected(receive: Receive, work: Awaitable[T]) -> T:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    raise Disconnected
+    raise ClientDisconnected

@@ -1,11 +1,11 @@
-"""How errors leave the API.
+"""How errors leave a GraphQL answer.
 
 Expected failures (``InspectorError``) keep their safe message and gain
-``extensions.code`` (and ``extensions.backend`` for backend errors); the field they
-happened in goes null and the rest of the answer stands. GraphQL's own errors
-(validation, bad variables) pass through with code ``GRAPHQL_VALIDATION_FAILED``.
-Anything else is masked: a fixed message and code INTERNAL, no trace, key or host
-name; the original is logged server-side.
+``extensions.code`` with what the error adds (``backend``, ``retryAfterSeconds``,
+``parameter``: ``InspectorError.extensions``); the field they happened in goes null and
+the rest of the answer stands. GraphQL's own errors (validation, bad variables) pass
+through with code ``GRAPHQL_VALIDATION_FAILED``. Anything else is masked: a fixed message
+and code INTERNAL, no trace, key or host name; the original is logged server-side.
 """
 
 from __future__ import annotations
@@ -15,41 +15,28 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from openrl_inspect.core.errors import BackendBusy, BackendError, Busy, InspectorError
+from openrl_inspect.core.errors import InspectorError
 from strawberry.extensions import SchemaExtension
 
-log = logging.getLogger("openrl_inspect.core.errors")
+log = logging.getLogger("openrl_inspect.errors")
 
 
 def coded(error: GraphQLError) -> GraphQLError:
+    """``error`` with its code, masked unless it is expected."""
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
-        # Parse, validation and variable errors: about the query, safe to show; coded so
-        # a client can tell them from a failure (errors at a path keep graphql-core's form).
+        # Validation and variable errors: about the query, safe to show; coded so a
+        # client can tell them from a failure (errors at a path keep graphql-core's form).
         if error.path is not None or (error.extensions or {}).get("code"):
             return error
-        return GraphQLError(
-            error.message,
-            nodes=error.nodes,
-            source=error.source,
-            positions=error.positions,
-            extensions={**(error.extensions or {}), "code": "GRAPHQL_VALIDATION_FAILED"},
-        )
-    extensions: dict[str, Any]
+        return _with(error, error.message, {"code": "GRAPHQL_VALIDATION_FAILED"})
     if isinstance(original, InspectorError):
-        message = original.message
-        extensions = {"code": original.code}
-        if isinstance(original, BackendError):
-            extensions["backend"] = original.backend
-        if isinstance(original, Busy):
-            extensions["retryAfterSeconds"] = original.retry_after_s
-        elif isinstance(original, BackendBusy):
-            # The pool's wait ran out: load here, not an outage; worth a retry soon.
-            extensions["retryAfterSeconds"] = 1
-    else:
-        log.error("unexpected error at %s", error.path, exc_info=original)
-        message = "Internal error."
-        extensions = {"code": "INTERNAL"}
+        return _with(error, original.message, {"code": original.code, **original.extensions()})
+    log.error("unexpected error at %s", error.path, exc_info=original)
+    return _with(error, "Internal error.", {"code": "INTERNAL"})
+
+
+def _with(error: GraphQLError, message: str, extensions: dict[str, Any]) -> GraphQLError:
     return GraphQLError(
         message,
         nodes=error.nodes,
@@ -57,8 +44,13 @@ def coded(error: GraphQLError) -> GraphQLError:
         positions=error.positions,
         path=error.path,
         original_error=None,
-        extensions=extensions,
+        extensions={**(error.extensions or {}), **extensions},
     )
+
+
+def formatted(error: GraphQLError, code: str) -> dict[str, Any]:
+    """A GraphQL error raised before execution (a syntax error), formatted with ``code``."""
+    return dict(_with(error, error.message, {"code": code}).formatted)
 
 
 class CodedErrors(SchemaExtension):

@@ -2,8 +2,8 @@
 
 With introspection off, graphql-core would still answer a misspelt field with "Did you
 mean 'sessions'?", which reveals the schema one guess at a time. ``HideSuggestions``
-runs validation with graphql-core's ``hide_suggestions`` flag, and takes the
-suggestions out of any later message (variable coercion adds them during execution).
+takes the suggestions out of every message of an answer (validation's, and those
+variable coercion adds during execution).
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from graphql import GraphQLError, validate
+from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
-from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
-from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 _SUGGESTION = re.compile(r"\s*Did you mean [^?]*\?")
 
@@ -42,13 +40,3 @@ class HideSuggestions(SchemaExtension):
         result = self.execution_context.result
         if result is not None and result.errors:
             result.errors = [without_suggestions(e) for e in result.errors]
-
-    def on_validate(self) -> Iterator[None]:
-        ctx = self.execution_context
-        # Strawberry skips its own validation when an extension has already run it.
-        if ctx.graphql_document is not None and ctx.pre_execution_errors is None:
-            rules = (*ctx.validation_rules, MaybeNullValidationRule, OneOfInputValidationRule)
-            ctx.pre_execution_errors = validate(
-                ctx.schema._schema, ctx.graphql_document, rules, hide_suggestions=True
-            )
-        yield

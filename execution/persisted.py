@@ -13,19 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from openrl_inspect.core.errors import BadRequest, RequestRefused
+from openrl_inspect.core.errors import BadRequest, NotRegistered, PersistedQueryNotFound
 from openrl_inspect.execution.registry import Registry, sha256
-from openrl_inspect.execution.run import NOT_REGISTERED, PERSISTED_QUERY_NOT_FOUND
-
-
-class PersistedQueryNotFound(RequestRefused):
-    code = PERSISTED_QUERY_NOT_FOUND
-    http_status = 200  # Apollo's clients read the code from a 200 and retry with the text
-
-
-class NotRegistered(RequestRefused):
-    code = NOT_REGISTERED
-    http_status = 403
 
 
 def resolve(
@@ -43,7 +32,7 @@ def resolve(
         else:
             found = documents.by_hash(digest)
             if found is None:
-                raise PersistedQueryNotFound("PersistedQueryNotFound")
+                raise PersistedQueryNotFound()
             return found.text
     if registered_only and query is not None and not documents.holds(query):
         raise NotRegistered(

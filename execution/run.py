@@ -1,56 +1,105 @@
-"""Running a document for a principal: the schema, ``Context``, limits and codes of
-``/graphql``.
+"""The one way a document runs: ``/graphql``, the REST routes, the MCP tools and the
+terminal summary all call ``Runner.run``.
 
-An answer is what ``/graphql`` would have sent (``data``, ``errors`` with
-``extensions.code``); the entries map the codes to their own statuses. A caller may
-tighten the node cost for one run (the MCP GraphQL tool does): the document is costed
-as the admission check costs it and refused ``QUERY_TOO_COSTLY`` past that.
+A run, in order, each step refusing before the next costs anything:
+
+1. the persisted lookup (a registered document by its hash) and, with
+   ``registered_only``, the refusal of any other text;
+2. one parse, bounded in tokens; the parsed document is handed to the execution, which
+   never parses it again (``execution.schema.ParsedOnce``);
+3. the operation to run: exactly one query;
+4. the cost of what it could return (``execution.cost``), before validation;
+5. identical concurrent queries of one principal joined into one execution
+   (``single_flight``), each caller waiting under its own deadline;
+6. a slot, for an expensive query (``admission``);
+7. validation and execution by the schema (``execution.schema``), with the
+   per-request ``Context`` for the caller's principal.
+
+An ``Answer`` says whether execution began (``ran``): an answer that did not run is a
+request error and has no ``data`` entry, as GraphQL over HTTP asks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError, parse
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationType,
+    build_schema,
+    get_operation_ast,
+    parse,
+)
+from openrl_inspect.core.cursor import Sealer, process_sealer
+from openrl_inspect.core.errors import (
+    BadRequest,
+    DeadlineExceeded,
+    InspectorError,
+    QueryTooCostly,
+    RequestRefused,
+    error,
+)
 from openrl_inspect.core.principal import Principal
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.admission import cost_limits
+from openrl_inspect.core.settings import Settings
+from openrl_inspect.execution.admission import LIMIT_TEXT, Slots, cost_limits
 from openrl_inspect.execution.cost import query_cost
-from openrl_inspect.execution.registry import Document, Registry, registry
+from openrl_inspect.execution.errors import formatted
+from openrl_inspect.execution.persisted import resolve
+from openrl_inspect.execution.registry import Registry, registry
+from openrl_inspect.execution.schema import parsed_once
+from openrl_inspect.execution.single_flight import Flights
 from openrl_inspect.resolvers.context import Backends, Context
-from strawberry.exceptions import MissingQueryError
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
-
-#: Apollo's codes for a persisted query the server does not hold, and for a text that
-#: is not one of the registered documents when only those may run.
-PERSISTED_QUERY_NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
-NOT_REGISTERED = "PERSISTED_QUERY_NOT_IN_LIST"
 
 
-def error(message: str, code: str, **extensions: Any) -> dict[str, Any]:
-    """A GraphQL error as the API formats it."""
-    return {"message": message, "extensions": {"code": code, **extensions}}
+@dataclass(frozen=True)
+class Request:
+    """A GraphQL request as every entry receives it."""
+
+    query: str | None
+    variables: dict[str, Any] | None = None
+    operation_name: str | None = None
+    extensions: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class Answer:
+    """What a run answered: ``data`` and coded ``errors``; ``ran`` is false for a request
+    refused before execution (its answer has no ``data`` entry)."""
+
     data: dict[str, Any] | None
     errors: list[dict[str, Any]] = field(default_factory=list)
+    ran: bool = True
 
     @property
     def codes(self) -> list[str]:
         return [str((e.get("extensions") or {}).get("code", "INTERNAL")) for e in self.errors]
 
     def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"data": self.data}
+        out: dict[str, Any] = {"data": self.data} if self.ran else {}
         if self.errors:
             out["errors"] = self.errors
         return out
 
+    @classmethod
+    def refused(cls, exc: InspectorError) -> Answer:
+        return cls(None, [error(exc.message, exc.code, **exc.extensions())], ran=False)
+
+
+def _canonical(value: object) -> str:
+    # sort_keys: the same variables in another order are the same request; JSON keeps
+    # 1, 1.0 and true apart.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
 
 def _copied(value: Any) -> Any:
+    # Identical concurrent runs share one answer; the entries narrow theirs in place.
     if type(value) is dict:
         return {k: _copied(v) for k, v in value.items()}
     if type(value) is list:
@@ -58,67 +107,136 @@ def _copied(value: Any) -> Any:
     return value
 
 
-class Engine:
-    """Runs documents through ``schema`` (the one ``/graphql`` serves)."""
+class Runner:
+    """Runs documents through ``schema`` for a principal, under ``settings``."""
 
     def __init__(
         self,
         schema: strawberry.Schema,
-        limits: Limits,
+        settings: Settings,
         documents: Registry | None = None,
+        cursors: Sealer | None = None,
     ) -> None:
         self.schema = schema
-        self.limits = limits
+        self.settings = settings
         self.documents = documents or registry()
+        self.cursors = cursors or process_sealer()
+        # The types as the API publishes them (its SDL), for what is checked before
+        # execution: the cost of a document, and the REST routes' OpenAPI document.
+        self.types: GraphQLSchema = build_schema(schema.as_str())
+        bounds = settings.bounds
+        self.slots = Slots(bounds.max_expensive_requests, bounds.busy_wait_s)
+        self.flights: Flights[Hashable, Answer] | None = None
+        if settings.switches.single_flight:
+            self.flights = Flights(
+                fresh_for_s=settings.switches.fresh_for_s,
+                # A refusal (BUSY, over the deadline) is no answer to hand the next poller.
+                keep=lambda answer: answer.ran and answer.data is not None,
+                refresh_deadline_s=bounds.request_deadline_s or 30.0,
+            )
 
     async def run(
         self,
+        request: Request,
         backends: Backends,
         principal: Principal,
-        document: Document | str,
-        variables: dict[str, Any] | None = None,
         *,
         max_nodes: int | None = None,
     ) -> Answer:
-        """A registered document (by object or name), or free text when ``document``
-        is a ``Document`` made by the caller (the GraphQL tool's)."""
-        if isinstance(document, str):
-            document = self.documents[document]
-        elif self.limits.registered_only and not self.documents.holds(document.text):
-            return Answer(None, [error("Only registered documents may run here.", NOT_REGISTERED)])
-        if max_nodes is not None:
-            refused = self._over(document.text, variables, max_nodes)
-            if refused is not None:
-                return Answer(None, [refused])
-        context = Context.build(backends, self.limits, principal)
+        """The answer to ``request``; ``max_nodes`` tightens the cost limit for this run
+        (the MCP GraphQL tool's)."""
         try:
-            result = await self.schema.execute(
-                document.text, variable_values=variables, context_value=context
-            )
-        except (MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError):
-            # No query operation to run (empty text, several unnamed operations, a
-            # mutation): what /graphql answers 400.
-            refusal = "The document has no single query operation to run."
-            return Answer(None, [error(refusal, "BAD_REQUEST")])
-        errors = [dict(e.formatted) for e in result.errors or ()]
-        # A copy: identical concurrent runs share one result (``single_flight``) and
-        # the entries narrow their answer in place (``narrow``).
-        return Answer(_copied(result.data), errors)
+            text, document = self._document(request)
+            operation = get_operation_ast(document, request.operation_name)
+            if operation is None:
+                raise BadRequest("The document has no single query operation to run.")
+            if operation.operation != OperationType.QUERY:
+                raise BadRequest("Only queries run here: this API never writes.")
+            expensive = self._admit(document, request, max_nodes)
+        except RequestRefused as exc:
+            return Answer.refused(exc)
+        except GraphQLError as exc:
+            return Answer(None, [formatted(exc, "GRAPHQL_PARSE_FAILED")], ran=False)
+        context = Context.build(backends, principal, self.settings, self.cursors)
 
-    def _over(
-        self, text: str, variables: dict[str, Any] | None, max_nodes: int
-    ) -> dict[str, Any] | None:
+        def start() -> asyncio.Future[Answer]:
+            return asyncio.ensure_future(self._execute(text, document, request, context, expensive))
+
+        key = self._flight_key(principal, text, request)
+        work = start() if key is None or self.flights is None else self.flights.join(key, start)
+        deadline = self.settings.bounds.request_deadline_s
         try:
-            parsed = parse(text)
-        except GraphQLError:
-            return None  # the run itself answers the syntax error, coded
-        bounds = replace(cost_limits(self.limits), max_nodes=max_nodes)
-        cost = query_cost(self.schema._schema, parsed, None, variables, bounds)
-        if cost.exceeded is None:
+            if deadline <= 0:
+                answer = await work
+            else:
+                async with asyncio.timeout(deadline):
+                    answer = await work
+        except TimeoutError:
+            # The execution was cancelled at its next await (a shared one only when no
+            # other caller still waits for it), and with it the batches nobody else needs.
+            late = DeadlineExceeded(
+                f"The request ran past its {deadline:g} s deadline and was cancelled. "
+                "Ask for smaller pages or fewer nested lists."
+            )
+            return Answer(None, [error(late.message, late.code)])
+        return replace(answer, data=_copied(answer.data)) if key is not None else answer
+
+    def _document(self, request: Request) -> tuple[str, DocumentNode]:
+        switches = self.settings.switches
+        text = resolve(request.query, request.extensions, self.documents, switches.registered_only)
+        if not text:
+            raise BadRequest("No GraphQL query found in the request.")
+        return text, parse(text, max_tokens=self.settings.bounds.max_tokens)
+
+    def _admit(self, document: DocumentNode, request: Request, max_nodes: int | None) -> bool:
+        """Refuses a document past the cost limits; whether it needs a slot."""
+        bounds = cost_limits(self.settings.bounds)
+        if max_nodes is not None:
+            bounds = replace(bounds, max_nodes=min(max_nodes, bounds.max_nodes))
+        cost = query_cost(self.types, document, request.operation_name, request.variables, bounds)
+        if cost.exceeded is not None:
+            limit = getattr(bounds, f"max_{cost.exceeded}")
+            raise QueryTooCostly(
+                f"This query asks for more than {limit} {LIMIT_TEXT[cost.exceeded]}. Ask for "
+                "smaller pages (first), fewer nested lists or fewer aliases."
+            )
+        return cost.nodes >= self.settings.bounds.expensive_nodes
+
+    def _flight_key(self, principal: Principal, text: str, request: Request) -> Hashable | None:
+        if self.flights is None:
             return None
-        limit = max_nodes if cost.exceeded == "nodes" else getattr(bounds, f"max_{cost.exceeded}")
-        return error(
-            f"This query asks for more than {limit} {cost.exceeded} here. Ask for smaller "
-            "pages (first), fewer nested lists or fewer aliases.",
-            "QUERY_TOO_COSTLY",
-        )
+        try:
+            shape = _canonical([request.variables or {}, request.extensions or {}])
+        except (TypeError, ValueError):
+            return None  # not plain JSON: nothing to compare it by safely
+        # The principal whole (name, role, owners): a viewer never sees another's answer.
+        return (principal, text, request.operation_name, shape)
+
+    async def _execute(
+        self,
+        text: str,
+        document: DocumentNode,
+        request: Request,
+        context: Context,
+        expensive: bool,
+    ) -> Answer:
+        if expensive:
+            try:
+                await self.slots.acquire()
+            except RequestRefused as exc:
+                return Answer.refused(exc)
+        try:
+            with parsed_once(text, document):
+                result = await self.schema.execute(
+                    text,
+                    variable_values=request.variables,
+                    context_value=context,
+                    operation_name=request.operation_name,
+                )
+        finally:
+            if expensive:
+                self.slots.release()
+        errors = [dict(e.formatted) for e in result.errors or ()]
+        # Validation errors are at no path and leave no data: the request did not run.
+        ran = result.data is not None or any(e.path is not None for e in result.errors or ())
+        return Answer(result.data, errors, ran=ran or not errors)

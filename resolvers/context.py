@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
+from openrl_inspect.adapters.logs import LogSource
+from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
+from openrl_inspect.adapters.redis import RedisClientLogs, StateStore
+from openrl_inspect.core.cursor import Sealer, process_sealer
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR, NOBODY, Principal
-from openrl_inspect.core.settings import Limits
-
-if TYPE_CHECKING:
-    from openrl_inspect.adapters.kubernetes import KubernetesSource, PodLogReader
-    from openrl_inspect.adapters.logs import LogSource
-    from openrl_inspect.adapters.prometheus import GpuMetrics, MetricsSource, RawQuerySettings
-    from openrl_inspect.adapters.redis import StateStore
-    from openrl_inspect.loaders.kubernetes import KubeLoaders
-    from openrl_inspect.loaders.logs import LogLoaders
-    from openrl_inspect.loaders.metrics import MetricsLoaders
-    from openrl_inspect.loaders.state import StateLoaders
-
-
-def _raw_query_off() -> RawQuerySettings:
-    # Imported when a Backends is built: importing this module needs no adapter.
-    from openrl_inspect.adapters.prometheus import RawQuerySettings
-
-    return RawQuerySettings()
+from openrl_inspect.core.settings import Bounds, Settings, Thresholds
+from openrl_inspect.loaders.kubernetes import KubeLoaders
+from openrl_inspect.loaders.logs import LogLoaders
+from openrl_inspect.loaders.metrics import MetricsLoaders
+from openrl_inspect.loaders.state import StateLoaders
 
 
 @dataclass
@@ -42,7 +33,7 @@ class Backends:
     # The raw PromQL source behind ``gpu_metrics``, for the guarded raw-query field.
     prometheus: MetricsSource | None = None
     # The guarded raw-query field's switch and caps (off by default).
-    raw_query: RawQuerySettings = field(default_factory=_raw_query_off)
+    raw_query: RawQuerySettings = field(default_factory=RawQuerySettings)
     logs: LogSource | None = None
     # Pod logs from the Kubernetes API: the worker logs when Cloud Logging is not there.
     pod_logs: PodLogReader | None = None
@@ -54,31 +45,36 @@ class Context:
     # The loaders, one set per backend: OpenRL's state in Redis, GPU metrics, the
     # cluster, logs.
     state: StateLoaders
-    limits: Limits
+    # What one request may ask for, and how the diagnosis judges.
+    bounds: Bounds
+    thresholds: Thresholds
     metrics: MetricsLoaders
     kube: KubeLoaders
     logs: LogLoaders
     # Who asks: what the answer may show (``principal``; nothing when unset).
     principal: Principal = NOBODY
+    # Seals a viewer's cursors to it (one per process: ``Secrets.cursor_key``).
+    cursors: Sealer = field(default_factory=process_sealer)
     # One "now" per request, so every derived age in an answer agrees.
     now: float = field(default_factory=time.time)
 
     @classmethod
     def build(
-        cls, backends: Backends, limits: Limits, principal: Principal = ANONYMOUS_OPERATOR
+        cls,
+        backends: Backends,
+        principal: Principal = ANONYMOUS_OPERATOR,
+        settings: Settings | None = None,
+        cursors: Sealer | None = None,
     ) -> Context:
-        # Imported here: a resolver importing this module for the type needs none of them.
-        from openrl_inspect.adapters.redis import RedisClientLogs
-        from openrl_inspect.loaders.kubernetes import KubeLoaders
-        from openrl_inspect.loaders.logs import LogLoaders
-        from openrl_inspect.loaders.metrics import MetricsLoaders
-        from openrl_inspect.loaders.state import StateLoaders
-
+        """A request's context: fresh loaders over ``backends`` for ``principal``."""
+        settings = settings or Settings()
         return cls(
             backends=backends,
             principal=principal,
             state=StateLoaders.build(backends.state),
-            limits=limits,
+            bounds=settings.bounds,
+            thresholds=settings.thresholds,
+            cursors=cursors or process_sealer(),
             metrics=MetricsLoaders.build(
                 backends.gpu_metrics, backends.prometheus, backends.raw_query
             ),

@@ -49,7 +49,7 @@ class Paged(Generic[R]):
 
 
 def page_size(ctx: Context, first: int | None) -> int:
-    limits = ctx.limits
+    limits = ctx.bounds
     if first is None:
         return limits.default_page_size
     if not 0 <= first <= limits.max_page_size:

@@ -16,13 +16,10 @@ cursor or count can go around them:
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from openrl_inspect.core.errors import BadRecord, InspectorError, InvalidInput
+from openrl_inspect.core.errors import BadRecord, InspectorError
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.paging import ListRef, Position
@@ -112,10 +109,10 @@ async def scoped(
         return await paged(ctx, ref, first, after, load)
     size = page_size(ctx, first)
     kept: list[tuple[str | Cursor, R | BadRecord]] = []
-    start = None if after is None else unseal(after)
+    start = None if after is None else ctx.cursors.unseal(after, ctx.principal.name)
     cursor, scanned, exhausted = start, start, False
     for _ in range(MAX_SCAN_PAGES):
-        page = await paged(ctx, ref, ctx.limits.max_page_size, cursor, load)
+        page = await paged(ctx, ref, ctx.bounds.max_page_size, cursor, load)
         flags = await keep([rec for _, rec in page.items])
         kept += [item for item, ok in zip(page.items, flags, strict=True) if ok]
         scanned = page.end_cursor or scanned
@@ -126,46 +123,9 @@ async def scoped(
             break
         cursor = page.end_cursor
     items: list[tuple[str | Cursor, R | BadRecord]] = [
-        (seal(str(at)), rec) for at, rec in kept[:size]
+        (ctx.cursors.seal(str(at), ctx.principal.name), rec) for at, rec in kept[:size]
     ]
     if len(kept) > len(items) and items:
         return Paged(items, len(kept), True, after is not None, str(items[-1][0]))
-    end = None if scanned is None else seal(scanned)
+    end = None if scanned is None else ctx.cursors.seal(scanned, ctx.principal.name)
     return Paged(items, len(kept), not exhausted, after is not None, end)
-
-
-# A viewer's cursors are sealed (AES-GCM): a scan may stop on another owner's entry,
-# and a plain cursor (base64 JSON of score and member) would name it. Replicas share
-# OPENRL_INSPECT_CURSOR_KEY so that a cursor outlives the replica that made it.
-_SEALED = "s."
-_cipher: list[Any] = []
-
-
-def _aead() -> Any:
-    if not _cipher:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        secret = os.environ.get("OPENRL_INSPECT_CURSOR_KEY")
-        key = hashlib.sha256(secret.encode()).digest() if secret else os.urandom(32)
-        _cipher.append(AESGCM(key))
-    return _cipher[0]
-
-
-def seal(cursor: str) -> str:
-    nonce = os.urandom(12)
-    box = _aead().encrypt(nonce, cursor.encode(), _SEALED.encode())
-    return _SEALED + base64.urlsafe_b64encode(nonce + box).decode().rstrip("=")
-
-
-def unseal(cursor: str) -> str:
-    from cryptography.exceptions import InvalidTag
-
-    refused = InvalidInput("this cursor is not valid here: start again without `after`")
-    if not cursor.startswith(_SEALED) or len(cursor) > 4096:
-        raise refused
-    try:
-        body = cursor[len(_SEALED) :]
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        return str(_aead().decrypt(raw[:12], raw[12:], _SEALED.encode()).decode())
-    except (ValueError, InvalidTag, UnicodeDecodeError):
-        raise refused from None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
-from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord, DecodeError
 
 #: Longest text value returned whole; longer ones are cut with a marker.
 MAX_TEXT_CHARS: Final = 64 * 1024
@@ -27,10 +27,6 @@ MAX_INT: Final = 2**31 - 1
 #: Epoch seconds a ``datetime`` can hold (years 1 to 9999, kept clear of the edges).
 _MIN_TIME: Final = -62_135_596_800.0 + 86_400
 _MAX_TIME: Final = 253_402_300_799.0 - 86_400
-
-
-class DecodeError(ValueError):
-    """A stored field could not be decoded; the message names the field, not the key."""
 
 
 def text(h: Mapping[str, str], name: str, default: str = "") -> str:

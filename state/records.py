@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from openrl_inspect.core.domain import ModelState, OpStatus, SessionState
+from openrl_inspect.core.errors import DecodeError
 from openrl_inspect.state import decode as d
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.keys import MODEL_STATES
@@ -110,7 +111,7 @@ class ModelRecord:
         # Checked one below Int's top too: the step count (latest + 1) must fit.
         latest = None if latest_step is None else d.counter(latest_step + 1, "step count") - 1
         if latest is not None and latest < 0:
-            raise d.DecodeError("latest step is negative")
+            raise DecodeError("latest step is negative")
         return cls(
             id=ident,
             session_id=d.text(h, "session_id"),
@@ -292,7 +293,7 @@ class SamplerBatchRecord:
         field spoils only itself); texts are cut as a hash's are."""
         at = _number(entry, "t")
         if at is None:
-            raise d.DecodeError("sampler batch: field t (its time) is missing or not a number")
+            raise DecodeError("sampler batch: field t (its time) is missing or not a number")
         if not _SURE_TIMES[0] <= at <= _SURE_TIMES[1]:
             at = d.time({"t": repr(at)}, "t") or at  # raises when no datetime holds it
 

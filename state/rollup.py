@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
-from openrl_inspect.state.decode import DecodeError
+from openrl_inspect.core.errors import DecodeError
 from openrl_inspect.state.memo import Memo
 from openrl_inspect.state.records import OpRecord, StepRecord
 

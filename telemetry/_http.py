@@ -7,13 +7,14 @@ import contextlib
 import time
 
 from openrl_inspect.core import backend_calls
-from openrl_inspect.core.errors import BackendError
+from openrl_inspect.core.errors import BackendError, Forbidden
 from openrl_inspect.core.principal import SCOPE_KEY, Principal
+from openrl_inspect.core.responses import refused
 from openrl_inspect.telemetry._registry import InspectorMetrics
 from openrl_inspect.telemetry.records import RECORD, RequestRecord, unanswered
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # The route label: the part after the API prefix, from a fixed list (the REST routes
@@ -79,11 +80,11 @@ async def metrics_endpoint(request: Request) -> Response:
     if metrics.settings.access == "operators":
         principal = request.scope.get(SCOPE_KEY)
         if not (isinstance(principal, Principal) and principal.operator):
-            body = {"errors": [{"message": "Operators only.", "extensions": {"code": "FORBIDDEN"}}]}
+            refusal = Forbidden("Operators only.")
             record = request.scope.get(RECORD)
             if isinstance(record, RequestRecord):
-                record.codes.append("FORBIDDEN")
-            return JSONResponse(body, status_code=403)
+                record.codes.append(refusal.code)
+            return refused(refusal)
     backends = getattr(request.app.state, "backends", None)
     if backends is not None and backends.kubernetes is not None:
         # The cache's own state, read from memory; a failure keeps the last one read.

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from openrl_inspect.core import backend_calls
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.telemetry.records import RequestRecord
 from prometheus_client import (
     CollectorRegistry,

@@ -30,8 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from openrl_inspect.adapters.kubernetes import LeaseConflict, LeaseRecord, LeaseStore
-from openrl_inspect.core.errors import BackendError
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import BackendError, SettingsError
 
 log = logging.getLogger("openrl_inspect.tracker.leader")
 

@@ -18,10 +18,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from openrl_inspect.agents.entries import Agents
 from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
+from openrl_inspect.core.cursor import Sealer
+from openrl_inspect.core.errors import NotFound
 from openrl_inspect.core.principal import SCOPE_KEY, Principal
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.responses import refused
+from openrl_inspect.core.settings import Settings
+from openrl_inspect.execution import Runner, build_schema
 from openrl_inspect.execution.registry import DASHBOARD, ROUTES
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.telemetry import (
     InspectorMetrics,
@@ -29,7 +32,7 @@ from openrl_inspect.telemetry import (
     RequestMetrics,
     metrics_endpoint,
 )
-from openrl_inspect.web.graphql_endpoint import STATIC, InspectorGraphQL
+from openrl_inspect.web.graphql_endpoint import STATIC, GraphQLEndpoint
 from openrl_inspect.web.guard import HttpSettings, RequestGuard
 from openrl_inspect.web.health import HealthLog, HealthSettings, probe_all, watch
 from openrl_inspect.web.identity import Identity
@@ -96,8 +99,7 @@ async def ui_slash(request: Request) -> Response:
 
 
 async def not_found(request: Request) -> Response:
-    body = {"errors": [{"message": "Not found.", "extensions": {"code": "NOT_FOUND"}}]}
-    return JSONResponse(body, status_code=404)
+    return refused(NotFound("page", request.url.path))
 
 
 def _middleware(
@@ -173,7 +175,7 @@ def _lifespan(
 # size: the app's whole wiring in one place (routes, middleware), read top to bottom
 def create_app(
     open_backends: BackendsFactory,
-    limits: Limits | None = None,
+    settings: Settings | None = None,
     http: HttpSettings | None = None,
     health: HealthSettings | None = None,
     authenticator: Authenticator | None = None,
@@ -188,14 +190,17 @@ def create_app(
     ``identity`` is what ``/healthz`` says is answering (made here when not given).
     ``metrics_settings`` says who may read ``/metrics`` (``telemetry``).
     """
-    limits = limits or Limits()
+    settings = settings or Settings()
     http = http or HttpSettings()
     health = health or HealthSettings()
     authenticator = authenticator or Anonymous()
     identity = identity or Identity("serve")
-    graphql = InspectorGraphQL(build_schema(limits), limits, http.max_json_depth, graphiql_on)
+    # One runner under /graphql, REST, OpenAPI and MCP: the same schema and limits.
+    cursors = Sealer(settings.secrets.cursor_key)
+    runner = Runner(build_schema(settings.switches), settings, cursors=cursors)
+    graphql = GraphQLEndpoint(runner, http.max_json_depth, graphiql_on)
     metrics = InspectorMetrics.for_app(metrics_settings, DASHBOARD, ROUTES)
-    agents = Agents(graphql.schema, limits)  # REST, OpenAPI, MCP: the same schema, one engine
+    agents = Agents(runner)
 
     lifespan = _lifespan(open_backends, metrics, agents, health, authenticator)
 

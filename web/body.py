@@ -8,6 +8,7 @@ Anything else is ``BadRequest``: HTTP 400 with a JSON error, never a 500.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "operationName": (str,),
     "extensions": (dict,),
 }
+_OPERATION = re.compile(r"\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 _TYPE_NAMES = {"query": "a string", "variables": "an object", "operationName": "a string"}
 
 
@@ -62,3 +64,11 @@ def graphql_request(data: bytes, max_depth: int) -> dict[str, Any]:
             kind = _TYPE_NAMES.get(name, "an object")
             raise BadRequest(f"`{name}` must be {kind} or null.")
     return value
+
+
+def operation_of(request: dict[str, Any]) -> str | None:
+    name = request.get("operationName")
+    if isinstance(name, str):
+        return name[:100]
+    match = _OPERATION.match(request.get("query") or "")
+    return match.group(1) if match else None

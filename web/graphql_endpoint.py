@@ -1,7 +1,14 @@
-"""The GraphQL endpoint: Strawberry's ASGI app with our context and vendored GraphiQL.
+"""The GraphQL endpoint: GraphQL over HTTP (GET and POST) in front of ``Runner.run``,
+and the vendored GraphiQL page for a browser's GET.
 
-Refusals leave as JSON with a code, never as Strawberry's plain-text 400s; a ``BUSY``
-answer is HTTP 429 with ``Retry-After``, for clients that read the status only.
+The answer's media type follows ``Accept``: ``application/graphql-response+json`` when
+the client asks for it, ``application/json`` otherwise (the legacy type, and what a
+request without ``Accept`` gets). With the former, a request that did not run answers
+its code's status from the error table (``core.errors.CODES``: 400 for a document that
+does not parse or validate); with the latter, a GraphQL answer is a 200 and only a
+refusal of the HTTP request itself (``transport`` in the table) takes its status.
+A ``BUSY`` answer, and a ``BACKEND_BUSY`` one with nothing to show, is a 429 with
+``Retry-After`` either way, for clients that read the status only.
 """
 
 from __future__ import annotations
@@ -9,135 +16,156 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cross_web import HTTPException
-from openrl_inspect.core.errors import BackendBusy, BadRequest, Busy, RequestRefused
+import orjson
+from openrl_inspect.core.errors import (
+    BadRequest,
+    ClientDisconnected,
+    InspectorError,
+    code_of,
+    status_of,
+)
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.core.responses import refused
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution import registry
-from openrl_inspect.execution.disconnect import Disconnected, unless_disconnected
-from openrl_inspect.execution.persisted import resolve
-from openrl_inspect.resolvers.context import Backends, Context
+from openrl_inspect.execution import Answer, Request, Runner
+from openrl_inspect.execution.disconnect import unless_disconnected
 from openrl_inspect.telemetry.records import CLIENT_DISCONNECTED, RECORD, RequestRecord
-from openrl_inspect.web.body import decode
-from starlette.requests import Request
+from openrl_inspect.web.body import decode, graphql_request, operation_of
+from starlette.requests import Request as HttpRequest
 from starlette.responses import HTMLResponse, Response
 from starlette.types import Receive, Scope, Send
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
-from strawberry.types import ExecutionResult
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
+JSON = "application/json"
+GRAPHQL_RESPONSE = "application/graphql-response+json"
 
 
-class InspectorGraphQL(GraphQL[Context, None]):
-    """Builds a fresh typed ``Context`` (and so fresh DataLoaders) for every request."""
+def media_type(accept: str) -> str:
+    """The answer's media type for an ``Accept`` header (the better of the two we speak;
+    the legacy type when it names neither, or nothing)."""
+    best, best_q = JSON, -1.0
+    for part in accept.split(","):
+        name, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if name in (GRAPHQL_RESPONSE, JSON) and q > 0 and q > best_q:
+            best, best_q = name, q
+    return best
 
-    def __init__(
-        self,
-        schema: Any,
-        limits: Limits,
-        max_json_depth: int = 64,
-        graphiql_on: bool = True,
-    ) -> None:
-        # Off, a browser's GET for the IDE is answered like any other GET (a principal
-        # needed, then a query needed).
-        super().__init__(
-            schema, graphql_ide="graphiql" if graphiql_on else None, allow_queries_via_get=True
-        )
-        self.limits = limits
+
+def _status(answer: Answer, media: str) -> int:
+    if not answer.ran and (
+        media == GRAPHQL_RESPONSE or any(code_of(c).transport for c in answer.codes)
+    ):
+        return status_of(answer.codes)
+    codes = set(answer.codes)
+    if "BUSY" in codes or ("BACKEND_BUSY" in codes and answer.data is None):
+        return 429
+    return 200
+
+
+def respond(answer: Answer, media: str) -> Response:
+    """The HTTP response for ``answer``, serialised once."""
+    response = Response(orjson.dumps(answer.body()), _status(answer, media), media_type=media)
+    retry = [code_of(c).retry_after_s for c in answer.codes]
+    waits = [r for r in retry if r is not None]
+    for e in answer.errors:
+        given = (e.get("extensions") or {}).get("retryAfterSeconds")
+        if isinstance(given, int):
+            waits.append(given)
+    if waits:
+        response.headers["retry-after"] = str(max(waits))
+    return response
+
+
+def from_query_string(request: HttpRequest, max_json_depth: int) -> Request:
+    """A GET's request from its parameters (``variables`` and ``extensions`` as JSON)."""
+    params = request.query_params
+    fields: dict[str, Any] = {"query": params.get("query"), "operationName": None}
+    if "operationName" in params:
+        fields["operationName"] = params["operationName"]
+    for name in ("variables", "extensions"):
+        raw = params.get(name)
+        if raw:
+            value = decode(raw, max_json_depth)
+            if not isinstance(value, dict):
+                raise BadRequest(f"`{name}` must be a JSON object.")
+            fields[name] = value
+    return _request(fields)
+
+
+def _request(fields: dict[str, Any]) -> Request:
+    return Request(
+        query=fields.get("query"),
+        variables=fields.get("variables"),
+        operation_name=fields.get("operationName"),
+        extensions=fields.get("extensions"),
+    )
+
+
+class GraphQLEndpoint:
+    """``/graphql``: every request runs through ``runner`` for the request's principal."""
+
+    def __init__(self, runner: Runner, max_json_depth: int = 64, graphiql_on: bool = True):
+        self.runner = runner
         self.max_json_depth = max_json_depth
+        self.graphiql_on = graphiql_on
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await super().__call__(scope, receive, send)
-            return
-        response: Response
-        request = Request(scope=scope, receive=receive)
+        request = HttpRequest(scope, receive)
+        record = scope.get(RECORD)
+        media = media_type(request.headers.get("accept", ""))
         try:
-            if scope["method"] == "POST":
-                await request.body()  # read (and kept) before the watch takes receive
-            response = await unless_disconnected(receive, self.run(request))
-        except Disconnected:
+            if self._wants_ide(request):
+                page = (STATIC / "graphiql.html").read_text(encoding="utf-8")
+                await HTMLResponse(page)(scope, receive, send)
+                return
+            parsed = await self._parse(request)
+            if isinstance(record, RequestRecord):
+                record.operation = record.operation or operation_of(
+                    {"operationName": parsed.operation_name, "query": parsed.query}
+                )
+            principal = scope.get(SCOPE_KEY, NOBODY)
+            running = self.runner.run(parsed, request.app.state.backends, principal)
+            answer = await unless_disconnected(receive, running)
+        except ClientDisconnected:
             # Nobody to answer: the execution was cancelled (or is left to the other
             # requests sharing it); the log line says why there was no response.
-            record = scope.get(RECORD)
             if isinstance(record, RequestRecord):
                 record.codes.append(CLIENT_DISCONNECTED)
             return
-        except HTTPException as exc:
-            refusal = BadRequest(exc.reason)
-            refusal.http_status = exc.status_code
-            response = self._refused(scope, refusal)
-        except RequestRefused as exc:
-            response = self._refused(scope, exc)
-        await response(scope, receive, send)
-
-    def _refused(self, scope: Scope, exc: RequestRefused) -> Response:
-        record = scope.get(RECORD)
+        except InspectorError as exc:
+            if isinstance(record, RequestRecord):
+                record.codes.append(exc.code)
+            await refused(exc)(scope, receive, send)
+            return
         if isinstance(record, RequestRecord):
-            record.codes.append(exc.code)
-        return refused(exc)
+            record.codes.extend(answer.codes)
+        await respond(answer, media)(scope, receive, send)
 
-    def should_render_graphql_ide(self, request: Any) -> bool:
+    def _wants_ide(self, request: HttpRequest) -> bool:
         # A GET naming a persisted query has no ``query`` but is no browser asking for
         # the IDE (Apollo's link sends ``accept: */*``).
-        if request.query_params.get("extensions") is not None:
-            return False
-        return bool(super().should_render_graphql_ide(request))
+        params = request.query_params
+        return (
+            self.graphiql_on
+            and request.method == "GET"
+            and "text/html" in request.headers.get("accept", "")
+            and "query" not in params
+            and "extensions" not in params
+        )
 
-    async def parse_http_body(self, request: Any) -> GraphQLRequestData | list[GraphQLRequestData]:
-        data = await super().parse_http_body(request)
-        if isinstance(data, GraphQLRequestData):
-            # Persisted queries (``engine.persisted``): a registered document by its hash.
-            data.query = resolve(
-                data.query, data.extensions, registry(), self.limits.registered_only
-            )
-        return data
-
-    def decode_json(self, data: str | bytes) -> object:
-        # GET's variables and extensions too: strict UTF-8, bounded nesting, no NaN.
-        return decode(data, self.max_json_depth)
-
-    async def get_context(
-        self, request: Request | WebSocket, response: Response | WebSocket | None
-    ) -> Context:
-        backends: Backends = request.app.state.backends
-        # Set by the authentication middleware; a request that skipped it sees nothing.
-        principal = request.scope.get(SCOPE_KEY, NOBODY)
-        return Context.build(backends, self.limits, principal)
-
-    async def process_result(
-        self, request: Request | WebSocket, result: ExecutionResult
-    ) -> GraphQLHTTPResponse:
-        record = request.scope.get(RECORD)
-        if isinstance(record, RequestRecord):
-            for error in result.errors or ():
-                code = (error.extensions or {}).get("code")
-                record.codes.append(code if isinstance(code, str) else "GRAPHQL_ERROR")
-        return await super().process_result(request, result)  # type: ignore[arg-type]  # Strawberry's ASGI view types its request as Starlette's
-
-    def create_response(
-        self,
-        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
-        sub_response: Response,
-    ) -> Response:
-        response = super().create_response(response_data, sub_response)
-        if isinstance(response_data, dict):
-            errors: list[dict[str, Any]] = list(response_data.get("errors") or ())  # type: ignore[arg-type]  # GraphQLFormattedError is a TypedDict
-            for error in errors:
-                extensions = error.get("extensions") or {}
-                code = extensions.get("code")
-                if code not in (Busy.code, BackendBusy.code):
-                    continue
-                response.headers["retry-after"] = str(extensions.get("retryAfterSeconds", 1))
-                # A full Redis pool with nothing else to show is a 429 too (as on REST);
-                # with a part of the answer standing it stays a 200 with the header.
-                if code == Busy.code or response_data.get("data") is None:
-                    response.status_code = Busy.http_status
-        return response
-
-    async def render_graphql_ide(self, request: Request) -> HTMLResponse:
-        # Strawberry's own page loads GraphiQL from a CDN; serve the vendored copy.
-        return HTMLResponse((STATIC / "graphiql.html").read_text(encoding="utf-8"))
+    async def _parse(self, request: HttpRequest) -> Request:
+        if request.method == "GET":
+            return from_query_string(request, self.max_json_depth)
+        if request.method != "POST":
+            raise BadRequest("Use GET or POST.")
+        if "json" not in request.headers.get("content-type", ""):
+            raise BadRequest("A POST body must be JSON (content-type: application/json).")
+        # The guard checked the body's shape already; this decodes what it let through.
+        return _request(graphql_request(await request.body(), self.max_json_depth))

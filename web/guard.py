@@ -24,19 +24,17 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from openrl_inspect.core.errors import BodyTooLarge, RequestRefused, RequestTimeout
 from openrl_inspect.core.responses import refused
 from openrl_inspect.telemetry.records import RECORD, RequestRecord, unanswered
-from openrl_inspect.web.body import graphql_request
+from openrl_inspect.web.body import graphql_request, operation_of
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("openrl_inspect.request")
 
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_OPERATION = re.compile(r"\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 
 
 @dataclass(frozen=True)
@@ -55,14 +53,6 @@ class HttpSettings:
     max_json_depth: int = 64
     # Origins a browser may call the API from; none by default (CORS closed).
     cors_origins: tuple[str, ...] = ()
-
-
-def operation_of(request: dict[str, Any]) -> str | None:
-    name = request.get("operationName")
-    if isinstance(name, str):
-        return name[:100]
-    match = _OPERATION.match(request.get("query") or "")
-    return match.group(1) if match else None
 
 
 class RequestGuard:

@@ -141,6 +141,8 @@ class CloudLoggingSource:
                 self._client = self._make_client()
             return self._client
 
+    # lazy: google-cloud-logging and google-auth take about a second to import; they load
+    # when the backend is first used.
     def _make_client(self) -> Any:
         from google.cloud.logging import Client
 
@@ -172,6 +174,7 @@ class CloudLoggingSource:
         size: int,
         left: float,
     ) -> tuple[Sequence[Any], str | None]:
+        # lazy: the SDK loads with the first read (see _make_client).
         from google.api_core.page_iterator import HTTPIterator
 
         read = max(left, 0.05)
@@ -215,6 +218,7 @@ def _raw_item(_iterator: Any, item: Any) -> Any:
     return item
 
 
+# lazy: the SDK's exception classes load with it (see _make_client).
 def translate_error(exc: BaseException, *, had_cursor: bool) -> BackendError | InvalidInput:
     """An SDK, auth or transport exception as one of ``adapters.errors``.
 

@@ -222,6 +222,7 @@ _ON_FIRST_USE = {
 }
 
 
+# lazy: PEP 562, the names above load their modules on first use.
 def __getattr__(name: str) -> Any:
     module = _ON_FIRST_USE.get(name)
     if module is None:

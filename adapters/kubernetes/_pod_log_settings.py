@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 from openrl_inspect.adapters.kubernetes._records import DNS_LABEL, ObjectKey
 from openrl_inspect.adapters.logs import LogPage, LogQuery
-from openrl_inspect.core.settings import SettingsError, load
+from openrl_inspect.core.errors import SettingsError
+from openrl_inspect.core.settings import load
 
 __all__ = ["ENV_PREFIX", "PodLogReader", "PodLogSettings", "load_pod_log_settings"]
 

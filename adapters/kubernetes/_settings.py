@@ -14,7 +14,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     LabelKeys,
 )
 from openrl_inspect.core import settings as settings_module
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import SettingsError
 
 ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"
 # A label key: an optional DNS-subdomain prefix and "/", then a name of at most 63.

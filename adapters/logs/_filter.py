@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.core.errors import FilterSyntaxError, InvalidInput
 
 # LogSeverity, lowest first: ``severity>=WARNING`` compares by this order.
 SEVERITIES: tuple[str, ...] = (
@@ -233,10 +233,6 @@ def build_filter(
 # --------------------------------------------------------------------------- tokenizer
 
 TokenKind = Literal["STRING", "NAME", "OP", "DOT", "LPAREN", "RPAREN"]
-
-
-class FilterSyntaxError(ValueError):
-    """The text is not in the subset of the query language this module writes."""
 
 
 @dataclass(frozen=True, slots=True)

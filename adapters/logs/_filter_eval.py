@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from openrl_inspect.adapters.logs._filter import SEVERITIES, FilterSyntaxError, Token, tokenize
+from openrl_inspect.adapters.logs._filter import SEVERITIES, Token, tokenize
+from openrl_inspect.core.errors import FilterSyntaxError
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 

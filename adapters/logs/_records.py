@@ -21,8 +21,7 @@ from openrl_inspect.adapters.logs._filter import (
     check_value,
     format_timestamp,
 )
-from openrl_inspect.core.errors import InvalidInput
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import InvalidInput, SettingsError
 
 FieldValue = str | int | float | bool | None
 

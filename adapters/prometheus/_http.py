@@ -73,6 +73,7 @@ class GoogleToken:
         self._creds: Any = None
         self._lock = anyio.Lock()
 
+    # lazy: google-auth loads only for Managed Prometheus (Google credentials).
     def _refresh(self) -> Any:
         import google.auth
         import google.auth.transport.requests

@@ -35,24 +35,12 @@ from openrl_inspect.adapters.prometheus._source import (
     Series,
     cap_series,
 )
-from openrl_inspect.core.errors import BackendNotConfigured, InspectorError, InvalidInput
+from openrl_inspect.core.errors import BackendNotConfigured, InvalidInput, RawQueryDisabled
 from openrl_inspect.core.settings import load
 
 # A clock may run a little ahead of Prometheus': evaluation times this far past "now"
 # are still accepted.
 FUTURE_SLACK_S = 60.0
-
-
-class RawQueryDisabled(InspectorError):
-    """The raw query field is off (``OPENRL_INSPECT_PROMETHEUS_RAW_QUERY`` is not true)."""
-
-    code = "RAW_QUERY_DISABLED"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "raw Prometheus queries are disabled; an operator can enable them with "
-            "OPENRL_INSPECT_PROMETHEUS_RAW_QUERY=true"
-        )
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ class PoolExhausted(Exception):
     """Every pooled connection stayed in use for the pool's whole wait."""
 
 
+# lazy: redis-py and hiredis load when a client opens (``core.lazy``).
 @functools.cache
 def _waiting_pool() -> Any:
     """redis-py's blocking pool, telling a full pool apart from an unreachable Redis.
@@ -116,6 +117,7 @@ def _waiting_pool() -> Any:
     return WaitingPool
 
 
+# lazy: redis-py loads when a client opens (``core.lazy``).
 def connect(settings: RedisSettings) -> aioredis.Redis | RedisCluster:
     """Build (not yet connect) an asyncio client for ``settings``.
 
@@ -198,7 +200,7 @@ async def run(
     With ``raise_on_error=False`` a command Redis refuses (a key of the wrong type) is
     that command's result, an exception, and the others still answer.
     """
-    # Imported here: it loads redis-py and hiredis, which wait for a client (``lazy``).
+    # lazy: it loads redis-py and hiredis, which wait for a client (``core.lazy``).
     from openrl_inspect.adapters.redis import _wire
 
     pipe: Any = client.pipeline(transaction=False)

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from openrl_inspect.adapters.redis._client import Pipe
-from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord, DecodeError
 from openrl_inspect.state import keys
-from openrl_inspect.state.decode import DecodeError
 from openrl_inspect.state.rollup import ModelRollup, decode
 
 

@@ -27,9 +27,8 @@ from typing import Any, Protocol
 import orjson
 from openrl_inspect.adapters.redis._client import Pipe, run
 from openrl_inspect.adapters.redis._state import RedisStateStore, StateStore
-from openrl_inspect.core.errors import BadRecord, InvalidInput
+from openrl_inspect.core.errors import BadRecord, DecodeError, InvalidInput
 from openrl_inspect.state import keys
-from openrl_inspect.state.decode import DecodeError
 from openrl_inspect.state.memo import Memo
 from openrl_inspect.state.records import SamplerBatchRecord
 

@@ -27,9 +27,14 @@ from openrl_inspect.adapters.redis._client import (
     run,
 )
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
-from openrl_inspect.core.errors import BackendProtocolError, BadRecord, SchemaVersionError
+from openrl_inspect.core.errors import (
+    BackendProtocolError,
+    BadRecord,
+    DecodeError,
+    SchemaVersionError,
+)
 from openrl_inspect.state import keys
-from openrl_inspect.state.decode import MAX_INT, DecodeError
+from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -138,6 +143,7 @@ class RedisStateStore:
     @classmethod
     def in_memory(cls, server: Any = None) -> RedisStateStore:
         """The twin: this adapter over an in-process fakeredis (shared via ``server``)."""
+        # lazy: only the demo and the tests use fakeredis.
         import fakeredis
 
         client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
@@ -363,10 +369,8 @@ def _record(
     ident: str = "",
     keep: bool = False,
 ) -> Any:
-    """Decode one hash on its own: the record, ``None`` when it does not exist (HGETALL
-    answers ``{}``; ``keep`` decodes an empty one), or a ``BadRecord`` for this record
-    alone. ``names`` are the fields the key itself names (the id): an empty stored one is
-    taken from the key, a different one is a bad record."""
+    """One hash: the record, ``None`` if it does not exist (``keep`` decodes an empty one)
+    or a ``BadRecord``; a field the key names (``names``) may be empty, never another."""
     ident = ident or names.get("id", "")
     if isinstance(raw, Exception):
         return BadRecord(kind, ident, "it is stored with the wrong Redis type")

@@ -1,4 +1,4 @@
-"""An MCP server over the engine (the official ``mcp`` SDK): read-only tools that answer
+"""An MCP server over the runner (the official ``mcp`` SDK): read-only tools that answer
 "why is model X slow or stuck?" within a token budget, and the GraphQL SDL as a resource.
 
 Two transports: stdio (``openrl-inspect mcp``, ``stdio``) and streamable HTTP under
@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from openrl_inspect.agents.mcp.tools import Caller, register
-from openrl_inspect.execution import Engine
+from openrl_inspect.execution import Runner
 
 INSTRUCTIONS = (
     "Read-only inspection of OpenRL training runs (sessions -> models -> steps -> ops) and "
@@ -24,7 +24,7 @@ INSTRUCTIONS = (
 )
 
 
-def build(engine: Engine, caller: Caller) -> MCPServer[Any]:
+def build(runner: Runner, caller: Caller) -> MCPServer[Any]:
     # The SDK's constructor configures the root logger (a rich handler, level INFO) when
     # it has none; the inspector's logging is its own (``jsonlog``): put it back.
     root = logging.getLogger()
@@ -36,5 +36,5 @@ def build(engine: Engine, caller: Caller) -> MCPServer[Any]:
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
-    register(server, engine, caller)
+    register(server, runner, caller)
     return server

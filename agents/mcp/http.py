@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from openrl_inspect.agents.mcp import build
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY, Principal
-from openrl_inspect.execution import Engine
+from openrl_inspect.execution import Runner
 from openrl_inspect.resolvers.context import Backends
 from starlette.requests import Request
 from starlette.routing import Route
@@ -32,8 +32,8 @@ def from_request(ctx: Context) -> tuple[Backends, Principal]:
 
 
 class McpEndpoint:
-    def __init__(self, engine: Engine) -> None:
-        self.server = build(engine, from_request)
+    def __init__(self, runner: Runner) -> None:
+        self.server = build(runner, from_request)
         # The app's RequestGuard and authentication stand in front. The SDK's Host check
         # (on by default, for 127.0.0.1 only) would refuse the inspector's own name
         # behind a Service or proxy: the endpoint answers any Host, as /graphql does.

@@ -12,17 +12,16 @@ from contextlib import AbstractAsyncContextManager
 
 from openrl_inspect.agents.mcp import build
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution import Engine
-from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.core.settings import Settings
+from openrl_inspect.execution import Runner, build_schema
 from openrl_inspect.resolvers.context import Backends
 
 
 async def serve(
     open_backends: Callable[[], AbstractAsyncContextManager[Backends]],
-    limits: Limits,
+    settings: Settings,
 ) -> None:
-    engine = Engine(build_schema(limits), limits)
+    runner = Runner(build_schema(settings.switches), settings)
     async with open_backends() as backends:
-        server = build(engine, lambda ctx: (backends, ANONYMOUS_OPERATOR))
+        server = build(runner, lambda ctx: (backends, ANONYMOUS_OPERATOR))
         await server.run_stdio_async()

@@ -1,4 +1,4 @@
-"""The tools: each runs one of the engine's named documents for the caller, and fits
+"""The tools: each runs one of the registered documents for the caller, and fits
 its answer to a token budget (``budget``).
 
 They only read. Their inputs are typed (an enum where the API has one), their outputs
@@ -19,7 +19,7 @@ from openrl_inspect.agents.mcp.budget import TOKENS, tokens
 from openrl_inspect.core import cursor as codec
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.core.principal import Principal
-from openrl_inspect.execution import Answer, Document, Engine, error
+from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.resolvers.context import Backends
 from pydantic import Field
 
@@ -78,16 +78,17 @@ async def _paged(
 
 
 class Tools:
-    """The tools over ``engine``, answering for whoever ``caller`` says is asking; their
+    """The tools over ``runner``, answering for whoever ``caller`` says is asking; their
     titles and descriptions are in ``TOOLS``."""
 
-    def __init__(self, engine: Engine, caller: Caller) -> None:
-        self.engine = engine
+    def __init__(self, runner: Runner, caller: Caller) -> None:
+        self.runner = runner
         self.caller = caller
 
     async def _run(self, ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
         backends, principal = self.caller(ctx)
-        return await self.engine.run(backends, principal, name, variables)
+        document = Request(self.runner.documents[name].text, variables)
+        return await self.runner.run(document, backends, principal)
 
     async def attention(
         self,
@@ -170,7 +171,7 @@ class Tools:
             try:
                 after, since_s, until_s = codec.decode(LOGS_CURSOR, cursor, 3)
             except InvalidInput as exc:
-                return compact(fitted(Answer(None, [error(exc.message, "BAD_INPUT")]), TOKENS))
+                return compact(fitted(Answer.refused(exc), TOKENS))
             since, until = datetime.fromisoformat(since_s), datetime.fromisoformat(until_s)
         elif minutes is not None:
             until = datetime.now(UTC)
@@ -231,12 +232,8 @@ class Tools:
         variables: Annotated[dict[str, Any] | None, Field(description="Its variables.")] = None,
     ) -> Result:
         backends, principal = self.caller(ctx)
-        answer = await self.engine.run(
-            backends,
-            principal,
-            Document("graphql-tool", query),
-            variables,
-            max_nodes=GRAPHQL_MAX_NODES,
+        answer = await self.runner.run(
+            Request(query, variables), backends, principal, max_nodes=GRAPHQL_MAX_NODES
         )
         return compact(fitted(answer, GRAPHQL_TOKENS))
 
@@ -299,8 +296,8 @@ TOOLS: dict[str, tuple[str, str]] = {
 }
 
 
-def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:
-    tools = Tools(engine, caller)
+def register(server: MCPServer[Any], runner: Runner, caller: Caller) -> None:
+    tools = Tools(runner, caller)
     for name, (title, description) in TOOLS.items():
         server.add_tool(
             getattr(tools, name),
@@ -318,4 +315,4 @@ def register(server: MCPServer[Any], engine: Engine, caller: Caller) -> None:
         mime_type="text/plain",
     )
     def schema() -> str:
-        return str(engine.schema.as_str())
+        return str(runner.schema.as_str())

@@ -12,21 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from openrl_inspect.core.errors import InvalidInput
+
 Kind = Literal["string", "integer", "number", "datetime", "enum"]
 
 # What a session, model, op or worker id may be (``state.keys``); a slash is accepted
 # on the wire but left out of the document's pattern, where it would read as a segment.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 MAX_TEXT = 512
-
-
-class BadParameter(ValueError):
-    """A parameter the route cannot use; ``name`` is the parameter."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(message)
-        self.name = name
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -56,49 +49,56 @@ class Param:
             return self._bounded(self._number(raw))
         if self.kind == "enum":
             if raw not in self.choices:
-                raise BadParameter(
-                    self.name, f"{self.name} must be one of {', '.join(self.choices)}"
+                raise InvalidInput(
+                    parameter=self.name,
+                    message=f"{self.name} must be one of {', '.join(self.choices)}",
                 )
             return raw
         if self.kind == "datetime":
             return self._datetime(raw)
         if len(raw) > MAX_TEXT:
-            raise BadParameter(self.name, f"{self.name} is longer than {MAX_TEXT} characters")
+            raise InvalidInput(
+                parameter=self.name, message=f"{self.name} is longer than {MAX_TEXT} characters"
+            )
         return raw
 
     def _integer(self, raw: str) -> int:
         text = raw.strip()
         if not text.lstrip("-").isdigit() or len(text) > 12:
-            raise BadParameter(self.name, f"{self.name} must be an integer")
+            raise InvalidInput(parameter=self.name, message=f"{self.name} must be an integer")
         return int(text)
 
     def _number(self, raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
-            raise BadParameter(self.name, f"{self.name} must be a number") from None
+            raise InvalidInput(
+                parameter=self.name, message=f"{self.name} must be a number"
+            ) from None
         if not math.isfinite(value):
-            raise BadParameter(self.name, f"{self.name} must be a finite number")
+            raise InvalidInput(parameter=self.name, message=f"{self.name} must be a finite number")
         return value
 
     def _bounded(self, value: float) -> Any:
         low, high = self.minimum, self.maximum
         if low is not None and (value <= low if self.exclusive_minimum else value < low):
             word = "above" if self.exclusive_minimum else "at least"
-            raise BadParameter(self.name, f"{self.name} must be {word} {low:g}")
+            raise InvalidInput(parameter=self.name, message=f"{self.name} must be {word} {low:g}")
         if high is not None and value > high:
-            raise BadParameter(self.name, f"{self.name} must be at most {high:g}")
+            raise InvalidInput(parameter=self.name, message=f"{self.name} must be at most {high:g}")
         return value
 
     def _datetime(self, raw: str) -> str:
         try:
             moment = datetime.fromisoformat(raw.replace("z", "Z").replace("t", "T"))
         except ValueError:
-            raise BadParameter(
-                self.name, f"{self.name} must be an ISO 8601 time with a zone"
+            raise InvalidInput(
+                parameter=self.name, message=f"{self.name} must be an ISO 8601 time with a zone"
             ) from None
         if moment.tzinfo is None:
-            raise BadParameter(self.name, f"{self.name} needs a zone (Z or +00:00)")
+            raise InvalidInput(
+                parameter=self.name, message=f"{self.name} needs a zone (Z or +00:00)"
+            )
         return moment.isoformat()
 
     def schema(self) -> dict[str, Any]:
@@ -124,20 +124,23 @@ class Param:
 def parse_all(
     params: tuple[Param, ...], query: Mapping[str, list[str]], path: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The document's variables from a request; ``BadParameter`` for the first problem."""
+    """The document's variables from a request; ``InvalidInput`` naming the first
+    parameter it refuses."""
     known = {p.name for p in params if p.where == "query"}
     for name in query:
         if name not in known:
             allowed = ", ".join(sorted(known)) or "none"
-            raise BadParameter(name, f"unknown parameter {name!r} (this route takes: {allowed})")
+            raise InvalidInput(
+                parameter=name, message=f"unknown parameter {name!r} (this route takes: {allowed})"
+            )
     out: dict[str, Any] = {}
     for p in params:
         values = [path[p.name]] if p.where == "path" else query.get(p.name, [])
         if len(values) > 1:
-            raise BadParameter(p.name, f"{p.name} is given more than once")
+            raise InvalidInput(parameter=p.name, message=f"{p.name} is given more than once")
         if not values:
             if p.required:
-                raise BadParameter(p.name, f"{p.name} is required")
+                raise InvalidInput(parameter=p.name, message=f"{p.name} is required")
             continue
         out[p.var] = p.parse(values[0])
     return out

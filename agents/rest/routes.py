@@ -1,7 +1,7 @@
 """The routes: each a path, its parameters and the named document it runs.
 
 The handler parses the parameters (400 on anything it cannot use), runs the document
-through the engine for the request's principal, and answers the engine's ``data`` and
+through the runner for the request's principal, and answers its ``data`` and
 ``errors`` with the status their codes call for. A paged route also says where the next
 page is (``next``: the same URL with ``after`` set), or null at the end.
 """
@@ -14,15 +14,16 @@ from typing import Any
 from urllib.parse import urlencode
 
 from openrl_inspect.agents import narrow
-from openrl_inspect.agents.rest.params import ID_PATTERN, BadParameter, Param, parse_all
+from openrl_inspect.agents.rest.params import ID_PATTERN, Param, parse_all
 from openrl_inspect.agents.rest.status import status
 from openrl_inspect.core import domain
+from openrl_inspect.core.errors import ClientDisconnected, InvalidInput, code_of
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
-from openrl_inspect.execution import Answer, Engine, error
-from openrl_inspect.execution.disconnect import Disconnected, unless_disconnected
+from openrl_inspect.execution import Answer, Request, Runner
+from openrl_inspect.execution.disconnect import unless_disconnected
 from openrl_inspect.schema.logs.types import LogSeverity
 from openrl_inspect.telemetry.records import CLIENT_DISCONNECTED, RECORD, RequestRecord
-from starlette.requests import Request
+from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -77,7 +78,7 @@ class RouteSpec:
 def _activity(variables: dict[str, Any]) -> tuple[str, str]:
     given = [k for k in ("model", "node", "gpu") if k in variables]
     if len(given) != 1:
-        raise BadParameter("model", "give exactly one of model, node or gpu")
+        raise InvalidInput(parameter="model", message="give exactly one of model, node or gpu")
     return {
         "model": ("activity_model", "model"),
         "node": ("activity_node", "node"),
@@ -238,7 +239,7 @@ def _json(body: dict[str, Any], code: int) -> Response:
     return JSONResponse(body, status_code=code, headers={"cache-control": "no-store"})
 
 
-def _next(request: Request, spec: RouteSpec, data: dict[str, Any] | None) -> str | None:
+def _next(request: HttpRequest, spec: RouteSpec, data: dict[str, Any] | None) -> str | None:
     node: Any = data
     for key in spec.page or ():
         node = node.get(key) if isinstance(node, dict) else None
@@ -250,7 +251,7 @@ def _next(request: Request, spec: RouteSpec, data: dict[str, Any] | None) -> str
     return f"{request.url.path}?{urlencode(query)}"
 
 
-def _log(request: Request, operation: str, codes: list[str]) -> None:
+def _log(request: HttpRequest, operation: str, codes: list[str]) -> None:
     # The request's log line names the document and its codes, as for /graphql.
     record = request.scope.get(RECORD)
     if isinstance(record, RequestRecord):
@@ -258,25 +259,26 @@ def _log(request: Request, operation: str, codes: list[str]) -> None:
         record.codes.extend(codes)
 
 
-def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
+def handler(runner: Runner, spec: RouteSpec) -> Callable[[HttpRequest], Any]:
+    async def endpoint(request: HttpRequest) -> Response:
         query: dict[str, list[str]] = {}
         for key, value in request.query_params.multi_items():
             query.setdefault(key, []).append(value)
         try:
             variables = parse_all(spec.params, query, request.path_params)
             name, root = spec.choose(variables) if spec.choose else (spec.name, spec.root)
-        except BadParameter as exc:
-            body = {"data": None, "errors": [error(exc.message, "BAD_INPUT", parameter=exc.name)]}
-            _log(request, spec.name, ["BAD_INPUT"])
-            return _json(body, 400)
+        except InvalidInput as exc:
+            refused = Answer.refused(exc)
+            _log(request, spec.name, refused.codes)
+            return _json(refused.body(), exc.status)
         local = {p.var for p in spec.params if p.local}
         filters = {k: variables.pop(k) for k in local if k in variables}
         principal = request.scope.get(SCOPE_KEY, NOBODY)
-        running = engine.run(request.app.state.backends, principal, name, variables)
+        document = Request(runner.documents[name].text, variables)
+        running = runner.run(document, request.app.state.backends, principal)
         try:
             answer: Answer = await unless_disconnected(request.receive, running)
-        except Disconnected:
+        except ClientDisconnected:
             # Its work cancelled (unless shared); the response goes nowhere.
             _log(request, name, [CLIENT_DISCONNECTED])
             return Response(status_code=499)
@@ -288,8 +290,9 @@ def handler(engine: Engine, spec: RouteSpec) -> Callable[[Request], Any]:
             out["next"] = _next(request, spec, answer.data)
         code = status(answer.data, root, answer.codes)
         response = _json(out, code)
-        if code == 429:
-            response.headers["retry-after"] = "1"
+        waits = [w for w in (code_of(c).retry_after_s for c in answer.codes) if w is not None]
+        if code == 429 and waits:
+            response.headers["retry-after"] = str(max(waits))
         return response
 
     return endpoint
@@ -300,10 +303,10 @@ def _starlette_path(path: str) -> str:
     return path.replace("{id}", "{id:path}")
 
 
-def routes(engine: Engine, prefix: str) -> list[Route]:
+def routes(runner: Runner, prefix: str) -> list[Route]:
     # Longest first: ``/models/{id}`` would otherwise take ``/models/x/summary``.
     ordered = sorted(SPECS, key=lambda s: -len(s.path))
     return [
-        Route(prefix + _starlette_path(s.path), handler(engine, s), methods=["GET"])
+        Route(prefix + _starlette_path(s.path), handler(runner, s), methods=["GET"])
         for s in ordered
     ]

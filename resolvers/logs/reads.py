@@ -123,7 +123,7 @@ async def _logs(
     capped: bool = False,
 ) -> LogAnswer:
     args = check_args(args)
-    size = page_size(ctx, ctx.limits.max_page_size if args.first is None else args.first)
+    size = page_size(ctx, ctx.bounds.max_page_size if args.first is None else args.first)
     if size == 0:
         raise InvalidInput("first must be at least 1 for logs")
     print_ = fingerprint(owner, args)

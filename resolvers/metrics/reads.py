@@ -310,7 +310,7 @@ async def model_gpu_activity(ctx: Context, mid: str, window_s: float) -> GpuActi
     ``window_s`` seconds, with their duty weighted by the time held."""
     w = check_window(window_s)
     ctx.metrics.require()
-    page = await S.placements(ctx, mid, ctx.limits.max_page_size, None)
+    page = await S.placements(ctx, mid, ctx.bounds.max_page_size, None)
     return await activity_of(ctx, page.readable(), w, page.has_next)
 
 
@@ -318,7 +318,7 @@ async def session_gpu_activity(ctx: Context, sid: str, window_s: float) -> GpuAc
     """The same over every model of the session (one page of its newest models)."""
     w = check_window(window_s)
     ctx.metrics.require()
-    size = ctx.limits.max_page_size
+    size = ctx.bounds.max_page_size
     models = await S.session_models(ctx, sid, size, None)
     pages = await asyncio.gather(
         *(S.placements(ctx, rec.id, size, None) for rec in models.readable())
@@ -336,7 +336,7 @@ async def model_sampling(ctx: Context, mid: str, window_s: float) -> list[Sample
     Redis names none, the pods of its placements that export vLLM metrics."""
     w = check_window(window_s)
     ctx.metrics.require()
-    size = ctx.limits.max_page_size
+    size = ctx.bounds.max_page_size
     workers = await S.model_workers(ctx, mid, size, None)
     samplers = {rec.pod: rec.id for rec in workers.readable() if rec.role == "sampler" and rec.pod}
     if samplers:

@@ -241,7 +241,7 @@ async def worker_of(ctx: Context, wid: str | None) -> WorkerRecord | None:
 def worker_alive(ctx: Context, rec: WorkerRecord | None) -> bool:
     if rec is None or rec.last_heartbeat_at is None:
         return False
-    return ctx.now - rec.last_heartbeat_at <= ctx.limits.heartbeat_stale_s
+    return ctx.now - rec.last_heartbeat_at <= ctx.thresholds.heartbeat_stale_s
 
 
 async def op_health(ctx: Context, rec: OpRecord) -> OpHealth:
@@ -257,6 +257,6 @@ async def op_health(ctx: Context, rec: OpRecord) -> OpHealth:
     wrec = await ctx.state.workers.load(rec.worker_id)
     if not worker_alive(ctx, wrec):
         return OpHealth.LOST
-    if ctx.now - rec.started_at > ctx.limits.stuck_after_s:
+    if ctx.now - rec.started_at > ctx.thresholds.stuck_after_s:
         return OpHealth.STUCK
     return OpHealth.RUNNING

@@ -169,13 +169,12 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
 
     The steps and their ops come from the model's rollup when it holds them whole (one
     read a model, whatever its steps), else from a scan of each step's ops (data written
-    before rollups). Both give the same evidence (tests/api/test_rollup_equivalence.py).
+    before rollups, or a rollup that cannot be read). Both give the same evidence
+    (tests/api/test_rollup_equivalence.py).
     """
-    size = ctx.limits.max_page_size
-    use = ctx.limits.use_rollups
-    rollup, scanned, open_page, workers_page, placements = await asyncio.gather(
-        S.rollup(ctx, rec.id, window_steps) if use else _nothing(),
-        _nothing() if use else S.model_steps(ctx, rec.id, window_steps, None),
+    size = ctx.bounds.max_page_size
+    rollup, open_page, workers_page, placements = await asyncio.gather(
+        S.rollup(ctx, rec.id, window_steps),
         S.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
         S.model_workers(ctx, rec.id, size, None),
         S.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
@@ -187,8 +186,7 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
             asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
         )
     else:
-        if scanned is None:
-            scanned = await S.model_steps(ctx, rec.id, window_steps, None)
+        scanned = await S.model_steps(ctx, rec.id, window_steps, None)
         steps = scanned.readable()
         op_pages, health = await asyncio.gather(
             asyncio.gather(*(S.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
@@ -205,13 +203,10 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
         placements=tuple(placements.readable()),
     )
     thresholds = Thresholds(
-        stuck_after_s=ctx.limits.stuck_after_s, heartbeat_timeout_s=ctx.limits.heartbeat_stale_s
+        stuck_after_s=ctx.thresholds.stuck_after_s,
+        heartbeat_timeout_s=ctx.thresholds.heartbeat_stale_s,
     )
     return ModelEvidence(ctx.now, state, thresholds=thresholds), open_page.total
-
-
-async def _nothing() -> None:
-    return None
 
 
 async def _from_rollup(

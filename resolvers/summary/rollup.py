@@ -79,7 +79,7 @@ class SessionSummary:
 
 async def session_summary(ctx: Context, sid: str, worst: int) -> SessionSummary:
     check_count("worst", worst, MAX_WORST)
-    page = await S.session_models(ctx, sid, ctx.limits.max_page_size, None)
+    page = await S.session_models(ctx, sid, ctx.bounds.max_page_size, None)
     summaries = await summarise_all(ctx, page.readable())
     counts = Counter(s.verdict for s in summaries)
     moving = [s for s in summaries if s.verdict in (Verdict.PROGRESSING, Verdict.SLOW)]
@@ -111,7 +111,7 @@ async def attention(ctx: Context, first: int, scan: int) -> Attention:
     """The models that most need a person: the newest ``scan`` models of each live
     state (and the recently failed), judged, ranked, the first ``first``."""
     check_count("first", first, MAX_WORST)
-    check_count("scan", scan, ctx.limits.max_page_size)
+    check_count("scan", scan, ctx.bounds.max_page_size)
     pages = await asyncio.gather(
         *(S.models_in_state(ctx, state, scan, None) for state in SEARCHED_STATES)
     )

@@ -131,8 +131,8 @@ class ModelSummaryFields:
         "with one verdict. Made for agents: one field instead of walking steps and ops."
     )
     async def summary(self, info: Info, steps: int = 20) -> ModelSummary:
-        if not 1 <= steps <= info.context.limits.max_page_size:
-            raise InvalidInput(f"steps must be between 1 and {info.context.limits.max_page_size}")
+        if not 1 <= steps <= info.context.bounds.max_page_size:
+            raise InvalidInput(f"steps must be between 1 and {info.context.bounds.max_page_size}")
         ctx = info.context
         rec = await S.model(ctx, self.id)
         found = await R.model_summary(ctx, rec, steps)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from openrl_inspect.agents.mcp.answer import fitted
 from openrl_inspect.agents.mcp.budget import cut, tokens
 from openrl_inspect.execution import Answer
+from support.types import api_types
 
 
 def test_what_fits_is_left_alone() -> None:
@@ -44,9 +45,8 @@ def test_the_tools_enums_are_the_schemas() -> None:
     from typing import get_args
 
     from openrl_inspect.agents.mcp import tools
-    from openrl_inspect.execution.schema import build_schema
 
-    schema = build_schema()._schema
+    schema = api_types()
     for literal, name in (
         (tools.ModelState, "ModelState"),
         (tools.SessionState, "SessionState"),

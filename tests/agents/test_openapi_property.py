@@ -13,7 +13,6 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from openrl_inspect.agents.rest.openapi import document
 from openrl_inspect.execution import registry
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.web.app import PREFIX
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -22,8 +21,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 from support.live_server import serve_demo
+from support.types import api_types
 
-OPENAPI = document(build_schema()._schema, registry(), PREFIX)
+OPENAPI = document(api_types(), registry(), PREFIX)
 schema = schemathesis.openapi.from_dict(OPENAPI)
 CHECKS = [
     not_a_server_error,

@@ -11,10 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
+from openrl_inspect.cli import demo
 from openrl_inspect.cli import main as cli
+from openrl_inspect.cli.launch import AppFactory
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution import Document, Engine, registry
+from openrl_inspect.core.settings import Settings, Switches
+from openrl_inspect.execution import Request, Runner, registry
 from openrl_inspect.execution.registry import sha256
 from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.web.app import PREFIX
@@ -87,13 +89,12 @@ async def cli_app(argv: list[str], env: Mapping[str, str]) -> AsyncIterator[http
     env = {"OPENRL_INSPECT_DEMO_TICK_S": "3600", **env}
     built: list[Any] = []
 
-    def serve(args: Any, env: Mapping[str, str], limits: Limits) -> int:
-        http, health = HttpSettings(), HealthSettings(0)
-        built.append(cli._app(args, env, limits, cli.ServerSettings(), http, health)[0])
+    def launch(args: Any, env: Mapping[str, str], listen: Any, build: AppFactory) -> int:
+        built.append(build(HttpSettings(), HealthSettings(0))[0])
         return 0
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli, "_serve", serve)
+        patch.setattr(demo, "launch", launch)
         assert cli.main(["demo", *argv], env) == 0
     (app,) = built
     transport = httpx.ASGITransport(app=app)
@@ -121,25 +122,27 @@ async def runs_free_text(argv: list[str], env: Mapping[str, str]) -> bool:
 
 
 async def test_registered_only_comes_from_the_flag_then_the_environment() -> None:
-    on = {"OPENRL_INSPECT_LIMITS_REGISTERED_ONLY": "true"}
+    on = {"OPENRL_INSPECT_REGISTERED_ONLY": "true"}
     assert await runs_free_text([], {}) is True
     assert await runs_free_text([], on) is False
     assert await runs_free_text(["--registered-only"], {}) is False
     assert await runs_free_text(["--no-registered-only"], on) is True
 
 
-async def test_registered_only_holds_for_the_engine_too() -> None:
+async def test_registered_only_holds_for_the_runner_too() -> None:
     from openrl_inspect.adapters.redis import RedisStateStore
     from openrl_inspect.resolvers.context import Backends
     from support.harness import fake_server
 
-    limits = Limits(registered_only=True)
-    engine = Engine(build_schema(limits), limits)
+    settings = Settings(switches=Switches(registered_only=True))
+    runner = Runner(build_schema(settings.switches), settings)
     backends = Backends(state=RedisStateStore.in_memory(fake_server()))
-    free = Document("tool", "{ attention(first: 1) { needing } }")
-    refused = await engine.run(backends, ANONYMOUS_OPERATOR, free)
+    free = Request("{ attention(first: 1) { needing } }")
+    refused = await runner.run(free, backends, ANONYMOUS_OPERATOR)
     assert refused.data is None and refused.codes == ["PERSISTED_QUERY_NOT_IN_LIST"]
-    shipped = await engine.run(backends, ANONYMOUS_OPERATOR, "attention", {"first": 1})
+    assert not refused.ran and "data" not in refused.body()
+    attention = Request(registry()["attention"].text, {"first": 1})
+    shipped = await runner.run(attention, backends, ANONYMOUS_OPERATOR)
     assert shipped.codes == [] and shipped.data is not None
 
 
@@ -148,13 +151,12 @@ async def test_free_text_without_one_query_is_refused_not_raised() -> None:
     from openrl_inspect.resolvers.context import Backends
     from support.harness import fake_server
 
-    limits = Limits()
-    engine = Engine(build_schema(limits), limits)
+    runner = Runner(build_schema(), Settings())
     backends = Backends(state=RedisStateStore.in_memory(fake_server()))
-    empty = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", ""))
+    empty = await runner.run(Request(""), backends, ANONYMOUS_OPERATOR)
     assert empty.data is None and empty.codes == ["BAD_REQUEST"]
-    comment = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", "# no operation\n"))
-    assert comment.data is None and comment.codes == ["GRAPHQL_VALIDATION_FAILED"]
+    comment = await runner.run(Request("# no operation\n"), backends, ANONYMOUS_OPERATOR)
+    assert comment.data is None and comment.codes == ["GRAPHQL_PARSE_FAILED"]
     deep = "{ sessions { nodes { models { nodes { steps { nodes { number } } } } } } }"
-    costly = await engine.run(backends, ANONYMOUS_OPERATOR, Document("tool", deep), max_nodes=100)
+    costly = await runner.run(Request(deep), backends, ANONYMOUS_OPERATOR, max_nodes=100)
     assert costly.codes == ["QUERY_TOO_COSTLY"] and "100 nodes" in costly.errors[0]["message"]

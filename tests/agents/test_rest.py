@@ -14,15 +14,15 @@ import jsonschema
 import pytest
 from openrl_inspect.agents.rest.openapi import document
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings
 from openrl_inspect.execution import registry
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.web.app import PREFIX
 from support.auth_harness import new_token, token_line, write_lines
 from support.demo_app import demo_client
+from support.types import api_types
 
 pytestmark = pytest.mark.anyio
-OPENAPI = document(build_schema()._schema, registry(), PREFIX)
+OPENAPI = document(api_types(), registry(), PREFIX)
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ async def test_raw_promql_is_off_by_default_as_in_graphql() -> None:
 
 
 async def test_the_limits_of_graphql_hold() -> None:
-    async with demo_client(limits=Limits(max_nodes=50)) as client:
+    async with demo_client(settings=Settings(bounds=Bounds(max_nodes=50))) as client:
         resp = await client.get(f"{PREFIX}/inventory?first=10&models=20")
     assert resp.status_code == 400
     assert resp.json()["errors"][0]["extensions"]["code"] == "QUERY_TOO_COSTLY"

@@ -25,7 +25,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.errors import SettingsError
+from openrl_inspect.core.settings import Settings, Switches
 from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig
@@ -93,8 +94,8 @@ ROUND_TRIPS = """query($s: Int!, $m: Int!) {
 }"""
 
 
-STOCK_FULL = build_schema(Limits(execution="stock", single_flight=False))
-FAST_FULL = build_schema(Limits(execution="fast", single_flight=False))
+STOCK_FULL = build_schema(Switches(execution="stock", single_flight=False))
+FAST_FULL = build_schema(Switches(execution="fast", single_flight=False))
 
 
 async def _trips(sessions: int, models: int) -> dict[str, int]:
@@ -119,7 +120,7 @@ async def _trips(sessions: int, models: int) -> dict[str, int]:
         result = await schema.execute(
             ROUND_TRIPS,
             variable_values={"s": sessions, "m": models},
-            context_value=Context.build(backends, Limits()),
+            context_value=Context.build(backends),
         )
         assert result.errors is None
         trips[name] = store.trips.count - before
@@ -157,27 +158,27 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from openrl_inspect.web.app import create_app
 
     calls: list[Any] = []
-    built: list[Limits] = []
+    built: list[Settings] = []
 
-    def app(backends: Any, limits: Limits, *rest: Any, **named: Any) -> Any:
-        built.append(limits)
-        return create_app(backends, limits, *rest, **named)
+    def app(backends: Any, settings: Settings, *rest: Any, **named: Any) -> Any:
+        built.append(settings)
+        return create_app(backends, settings, *rest, **named)
 
     monkeypatch.setattr(server, "serve", lambda *a: calls.append(a[-1]))
     monkeypatch.setattr(jsonlog, "configure", lambda level: None)
-    monkeypatch.setattr("openrl_inspect.web.app.create_app", app)
+    monkeypatch.setattr("openrl_inspect.cli.demo.create_app", app)
     port = ["--port", "1"]  # never bound: serve is replaced
     quiet = {"OPENRL_INSPECT_OPEN_BROWSER": "false"}
     assert cli.main(["demo", *port], quiet) == 0
-    assert built[-1].execution == "fast" and calls[-1] == server.GcSettings()
+    assert built[-1].switches.execution == "fast" and calls[-1] == server.GcSettings()
     env = {**quiet, "OPENRL_INSPECT_EXECUTION": "stock", "OPENRL_INSPECT_GC_FREEZE": "false"}
     env["OPENRL_INSPECT_GC_THRESHOLD"] = "0"
     assert cli.main(["demo", *port], env) == 0
-    assert built[-1].execution == "stock"
+    assert built[-1].switches.execution == "stock"
     assert calls[-1] == server.GcSettings(freeze=False, threshold=0)
     assert cli.main(["demo", *port], {**quiet, "OPENRL_INSPECT_EXECUTION": "quick"}) == 2
-    with pytest.raises(ValueError, match="stock' or 'fast"):
-        build_schema(Limits(execution="quick"))
+    with pytest.raises(SettingsError, match="'fast' or 'stock'"):
+        Switches(execution="quick")
 
 
 def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
@@ -203,7 +204,7 @@ def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
             value = _next(root, info, *args, **kwargs)
             return value.upper() if isinstance(value, str) else value
 
-    schema = build_schema(Limits(single_flight=False))
+    schema = build_schema(Switches(single_flight=False))
     schema.extensions = (*schema.extensions, Upper)
     stats = schema.execution_stats
     assert stats is not None

@@ -19,7 +19,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.domain import OpStatus, Verdict
 from openrl_inspect.core.errors import BadRecord
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
@@ -30,7 +30,7 @@ from support.redis_server import RedisServer, require_redis
 
 pytestmark = pytest.mark.anyio
 
-PAGE = Limits().max_page_size
+PAGE = Bounds().max_page_size
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +39,18 @@ def anyio_backend() -> str:
 
 
 class CountingStore(RedisStateStore):
-    """Notes every op hash a request reads."""
+    """Notes every op hash a request reads; with ``hide_rollups`` it answers as a Redis
+    holding no rollups (data written before them), so summaries take the scan."""
 
     def __init__(self, client: Any) -> None:
         super().__init__(client, clock=lambda: 0.0)
         self.op_reads: list[tuple[str, str]] = []
+        self.hide_rollups = False
+
+    async def rollups(self, wanted: Any) -> Any:
+        if self.hide_rollups:
+            return [None for _ in wanted]
+        return await super().rollups(wanted)
 
     async def ops(self, op_keys: Any) -> Any:
         self.op_reads += list(op_keys)
@@ -98,16 +105,20 @@ async def real_world() -> AsyncIterator[World]:
 
 
 async def _records(w: World) -> list[ModelRecord]:
-    ctx = Context.build(w.backends, Limits())
+    ctx = Context.build(w.backends)
     recs = await ctx.state.models.load_many(sorted(w.sim.models))
     return [r for r in recs if isinstance(r, ModelRecord)]
 
 
 async def _summaries(w: World, use_rollups: bool, steps: int) -> list[ModelSummary]:
-    ctx = Context.build(w.backends, Limits(use_rollups=use_rollups))
-    ctx.now = w.now  # both paths judge at the same moment
     recs = await _records(w)
-    return list(await asyncio.gather(*(model_summary(ctx, r, steps) for r in recs)))
+    w.store.hide_rollups = not use_rollups
+    try:
+        ctx = Context.build(w.backends)
+        ctx.now = w.now  # both paths judge at the same moment
+        return list(await asyncio.gather(*(model_summary(ctx, r, steps) for r in recs)))
+    finally:
+        w.store.hide_rollups = False
 
 
 async def _rollups_used(w: World, steps: int) -> int:

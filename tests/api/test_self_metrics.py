@@ -17,7 +17,7 @@ from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.auth import Authenticator, TokenAuthenticator
 from openrl_inspect.core import backend_calls
 from openrl_inspect.core.errors import BackendTimeout
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.telemetry import MetricsSettings
 from openrl_inspect.web.app import PREFIX, create_app
@@ -43,7 +43,7 @@ async def client_for(
     store: Any = None,
     authenticator: Authenticator | None = None,
     settings: MetricsSettings | None = None,
-    limits: Limits | None = None,
+    limits: Settings | None = None,
     **others: Any,
 ) -> AsyncIterator[httpx.AsyncClient]:
     state = store or RedisStateStore.in_memory(fakeredis.FakeServer())
@@ -137,7 +137,7 @@ async def test_backend_calls_are_counted_with_their_outcome() -> None:
 
 
 async def test_refusals_are_counted_by_reason() -> None:
-    async with client_for(limits=Limits(max_nodes=5)) as client:
+    async with client_for(limits=Settings(bounds=Bounds(max_nodes=5))) as client:
         big = {"query": "{ __typename }", "padding": "x" * 5000}
         assert (await client.post(GRAPHQL, json=big)).status_code == 413
         costly = "{ sessions(first: 10) { totalCount } }"
@@ -206,7 +206,7 @@ async def test_open_access_needs_no_credential_but_the_rest_still_does(tmp_path:
 
 
 def test_settings_refuse_unknown_access_and_bad_names() -> None:
-    from openrl_inspect.core.settings import SettingsError
+    from openrl_inspect.core.errors import SettingsError
 
     with pytest.raises(SettingsError):
         MetricsSettings(access="everyone")

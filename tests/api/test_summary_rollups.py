@@ -15,12 +15,12 @@ from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.errors import BackendUnavailable
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.schema import build_schema
+from openrl_inspect.core.settings import Settings, Thresholds
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
 from support.harness import app_client, gql
+from support.types import api_types
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ def _unwrap(t: Any) -> Any:
 def full_selection(type_name: str, skip: frozenset[str] = frozenset({"Model"})) -> str:
     """Every field of the type, recursively (objects in ``skip`` only by ``id``): what
     "a summary with every field selected" means, kept in step with the schema."""
-    schema = build_schema(Limits())._schema
+    schema = api_types()
 
     def select(t: GraphQLNamedType, depth: int) -> str:
         assert isinstance(t, GraphQLObjectType) and depth < 8
@@ -216,7 +216,7 @@ async def _calls(models: int) -> tuple[int, int, int]:
     query = """{ sessions(first: 20) { nodes { summary(worst: 3) { models }
       models(first: 100) { nodes { summary(steps: 5) { verdict causes { kind } } } } } } }"""
     # Health thresholds far away: the answer must not change as the clock moves on.
-    steady = Limits(heartbeat_stale_s=1e9, stuck_after_s=1e9)
+    steady = Settings(thresholds=Thresholds(heartbeat_stale_s=1e9, stuck_after_s=1e9))
     async with app_client(store, steady, **{**_others(backends), "kubernetes": kube}) as http:
         await gql(http, "{ sessions(first: 1) { totalCount } }")
         trips, reads = store.trips.count, kube.reads

@@ -18,9 +18,10 @@ from openrl_inspect.auth import (
     is_loopback,
     token_digest,
 )
-from openrl_inspect.cli.main import _parser, main
+from openrl_inspect.cli.main import main, parser
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.principal import Role
-from openrl_inspect.core.settings import Limits, SettingsError
+from openrl_inspect.core.settings import Settings, Switches
 from openrl_inspect.telemetry import jsonlog
 from openrl_inspect.web import server
 from starlette.datastructures import Headers
@@ -115,15 +116,17 @@ def test_authentication_turns_graphiql_and_introspection_off_by_default(
     tokens = tmp_path / "tokens"
     tokens.write_text("")
     argv = ["serve", "--auth-mode", "tokens", "--auth-tokens-file", str(tokens)]
-    on = for_serve(_parser().parse_args(argv), {}, "0.0.0.0", Limits())
-    assert (on.limits.introspection, on.graphiql, on.warnings) == (False, False, [])
-    asked = _parser().parse_args([*argv, "--introspection", "--graphiql"])
-    chosen = for_serve(asked, {}, "0.0.0.0", Limits(introspection=True))
-    assert (chosen.limits.introspection, chosen.graphiql) == (True, True)
-    env = {"OPENRL_INSPECT_LIMITS_INTROSPECTION": "true"}
-    assert for_serve(_parser().parse_args(argv), env, "::", Limits()).limits.introspection
-    off = for_serve(_parser().parse_args(["serve"]), {}, "127.0.0.1", Limits())
-    assert (off.limits.introspection, off.graphiql) == (True, True)
+    on = for_serve(parser().parse_args(argv), {}, "0.0.0.0", Settings())
+    assert (on.settings.switches.introspection, on.graphiql, on.warnings) == (False, False, [])
+    asked = parser().parse_args([*argv, "--introspection", "--graphiql"])
+    chosen = for_serve(asked, {}, "0.0.0.0", Settings(switches=Switches(introspection=True)))
+    assert (chosen.settings.switches.introspection, chosen.graphiql) == (True, True)
+    env = {"OPENRL_INSPECT_INTROSPECTION": "true"}
+    assert for_serve(
+        parser().parse_args(argv), env, "::", Settings()
+    ).settings.switches.introspection
+    off = for_serve(parser().parse_args(["serve"]), {}, "127.0.0.1", Settings())
+    assert (off.settings.switches.introspection, off.graphiql) == (True, True)
 
 
 async def test_hash_token_adds_an_entry_and_prints_the_token_once(

@@ -11,13 +11,13 @@ import httpx
 import pytest
 from graphql import parse, validate
 from openrl_inspect.cli.demo import DemoSettings, demo_backends
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds
 from openrl_inspect.execution.admission import cost_limits
 from openrl_inspect.execution.cost import query_cost
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.web.app import create_app
 from openrl_inspect.web.health import HealthSettings
 from support.tree import ROOT
+from support.types import api_types
 
 QUERIES = ROOT / "static" / "ui" / "queries"
 PAGES = ["overview", "model", "session", "cluster"]
@@ -34,8 +34,8 @@ def test_every_page_has_its_document_and_no_other_is_there() -> None:
 
 @pytest.mark.parametrize("name", PAGES)
 def test_document_is_valid_and_within_the_default_limits(name: str) -> None:
-    limits = Limits()
-    schema = build_schema(limits)._schema
+    limits = Bounds()
+    schema = api_types()
     doc = parse(document(name))
     assert [e.message for e in validate(schema, doc)] == []
     # Variables left out take their defaults, as the page sends them (ids are required

@@ -13,7 +13,7 @@ from openrl_inspect.adapters.prometheus import PrometheusSettings
 from openrl_inspect.adapters.redis import RedisSettings
 from openrl_inspect.auth import AuthSettings
 from openrl_inspect.cli import main as cli
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Switches, Thresholds
 from openrl_inspect.telemetry import MetricsSettings
 from openrl_inspect.tracker.leader import ElectionSettings
 from openrl_inspect.tracker.run import TrackerSettings
@@ -37,12 +37,15 @@ OURS = (INSPECTOR, TRACKER)
 SETTINGS: dict[str, type[Any]] = {
     "OPENRL_INSPECT_REDIS_": RedisSettings,
     "OPENRL_INSPECT_AUTH_": AuthSettings,
-    "OPENRL_INSPECT_LIMITS_": Limits,
+    "OPENRL_INSPECT_LIMITS_": Bounds,
+    "OPENRL_INSPECT_JUDGEMENT_": Thresholds,
     "OPENRL_INSPECT_METRICS_": MetricsSettings,
     "OPENRL_INSPECT_TRACKER_": TrackerSettings,
     "OPENRL_INSPECT_LEADER_": ElectionSettings,
     "OPENRL_INSPECT_PROMETHEUS_": PrometheusSettings,
     "OPENRL_INSPECT_CLOUD_LOGGING_": CloudLoggingSettings,
+    # Last: the shortest prefix, taken only when no other matches.
+    "OPENRL_INSPECT_": Switches,
 }
 
 
@@ -154,7 +157,7 @@ def test_the_tracker_campaigns_and_its_probe_reads_its_heartbeat() -> None:
 @pytest.mark.parametrize("name", OURS)
 def test_arguments_and_settings_are_ones_the_code_knows(where: Any, name: str) -> None:
     c = only_container(find(rendered(where), "Deployment", name))
-    cli._parser().parse_args(c["args"])  # exits (SystemExit) on an unknown flag
+    cli.parser().parse_args(c["args"])  # exits (SystemExit) on an unknown flag
     for var in c["env"]:
         if not var["name"].startswith("OPENRL_INSPECT_"):
             continue

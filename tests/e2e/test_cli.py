@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from openrl_inspect.adapters.redis import RedisSettings
-from openrl_inspect.cli.main import ServerSettings, _parser, backend_settings, browsable_url, main
+from openrl_inspect.cli.launch import ServerSettings, browsable_url
+from openrl_inspect.cli.main import main, parser
+from openrl_inspect.cli.serve import backend_settings
 from openrl_inspect.core import settings
 
 
@@ -41,7 +43,7 @@ def test_a_bad_setting_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
 def test_log_label_keys_follow_the_kubernetes_label_settings() -> None:
     """GKE writes pod labels into log entries as ``k8s-pod/`` plus the key with dots as
     underscores; an explicit Cloud Logging setting still wins."""
-    args = _parser().parse_args(["serve", "--logging-project", "openrl-prod-1"])
+    args = parser().parse_args(["serve", "--logging-project", "openrl-prod-1"])
     env = {"OPENRL_INSPECT_KUBERNETES_MODEL_LABEL": "example.com/model"}
     logs = backend_settings(args, env).cloud_logging
     assert logs is not None

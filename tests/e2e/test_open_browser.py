@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.cli.main import _parser, main
+from openrl_inspect.cli.main import main, parser
 from openrl_inspect.cli.open_browser import should_open, why_not
 
 DESKTOP = {"DISPLAY": ":0"}
@@ -45,9 +45,9 @@ def test_a_desktop_session_opens_it(env: dict[str, str], platform: str) -> None:
 def test_the_flag_or_its_variable_wins_over_the_guess() -> None:
     assert should_open(True, {"CI": "1"}, "linux") is True
     assert should_open(False, DESKTOP, "linux") is False
-    assert _parser().parse_args(["demo", "--no-open-browser"]).open_browser is False
-    assert _parser().parse_args(["demo", "--open-browser"]).open_browser is True
-    assert _parser().parse_args(["demo"]).open_browser is None
+    assert parser().parse_args(["demo", "--no-open-browser"]).open_browser is False
+    assert parser().parse_args(["demo", "--open-browser"]).open_browser is True
+    assert parser().parse_args(["demo"]).open_browser is None
 
 
 def test_a_bad_variable_is_a_one_line_error_before_anything_is_served(

@@ -24,14 +24,14 @@ from graphql import (
     get_named_type,
 )
 from openrl_inspect.cli.demo import DemoSettings, demo_backends
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.web.app import create_app
 from openrl_inspect.web.health import HealthSettings
 from support.harness import GRAPHQL
+from support.types import api_types
 
 pytestmark = pytest.mark.anyio
 
-SCHEMA = build_schema()._schema
+SCHEMA = api_types()
 
 
 def _query_type() -> GraphQLObjectType:

@@ -9,7 +9,7 @@ from typing import Any
 import fakeredis
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.simulator import SimConfig
 from support.counting import CountingStore
 from support.harness import GRAPHQL, app_client, gql, populate
@@ -42,7 +42,7 @@ async def test_the_documents_default_counts_and_the_bypass_is_refused_before_any
         await gql(client, "{ sessions(first: 1) { totalCount } }")  # warm up
         before = store.calls
         body = await gql(client, BYPASS)
-    assert _code(body) == "QUERY_TOO_COSTLY" and body["data"] is None
+    assert _code(body) == "QUERY_TOO_COSTLY" and "data" not in body
     assert store.calls == before, "a refused query made a backend call"
 
 
@@ -104,7 +104,7 @@ async def test_a_fragment_bomb_is_refused_in_linear_time(store: CountingStore) -
 
 async def test_the_deadline_cancels_the_work_with_a_coded_error(store: CountingStore) -> None:
     store.delay_s = 2.0
-    limits = Limits(request_deadline_s=0.3)
+    limits = Settings(bounds=Bounds(request_deadline_s=0.3))
     started = time.perf_counter()
     async with app_client(store, limits) as client:
         body = await gql(client, "{ sessions { nodes { id } } }")
@@ -116,7 +116,7 @@ async def test_expensive_queries_queue_briefly_then_get_busy_with_429(
     store: CountingStore,
 ) -> None:
     store.delay_s = 1.0
-    limits = Limits(expensive_nodes=50, max_expensive_requests=1, busy_wait_s=0.2)
+    limits = Settings(bounds=Bounds(expensive_nodes=50, max_expensive_requests=1, busy_wait_s=0.2))
     big = "{ sessions(first: 60) { nodes { id } } }"
     async with app_client(store, limits) as client:
         first = asyncio.create_task(client.post(GRAPHQL, json={"query": big}))
@@ -137,12 +137,12 @@ async def test_suggestions_are_hidden_when_introspection_is_off(store: CountingS
     enum = "query($s: ModelState!) { models(state: $s) { totalCount } }"
     async with app_client(store) as client:
         open_body = await gql(client, typo)
-    async with app_client(store, Limits(introspection=False)) as client:
+    async with app_client(store, Settings(switches=Switches(introspection=False))) as client:
         closed = await gql(client, typo)
         closed_enum = await gql(client, enum, s="ACTIV")
         schema = await gql(client, "{ __schema { types { name } } }")
     assert "Did you mean" in open_body["errors"][0]["message"]
     for body in (closed, closed_enum, schema):
-        assert body["data"] is None
+        assert "data" not in body
         assert "Did you mean" not in str(body) and "sessions" not in str(body)
         assert _code(body) == "GRAPHQL_VALIDATION_FAILED"

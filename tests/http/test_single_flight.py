@@ -22,12 +22,12 @@ import httpx
 import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.auth import TokenAuthenticator
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.schema import InspectorSchema
+from openrl_inspect.core.settings import Bounds, Settings, Switches
+from openrl_inspect.execution import Runner
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.web.app import PREFIX, create_app
-from openrl_inspect.web.graphql_endpoint import InspectorGraphQL
+from openrl_inspect.web.graphql_endpoint import GraphQLEndpoint
 from openrl_inspect.web.health import HealthSettings
 from starlette.applications import Starlette
 from support.auth_harness import new_token, token_line, write_lines
@@ -81,12 +81,11 @@ class World:
     owners: list[str]
 
     @property
-    def schema(self) -> InspectorSchema:
+    def runner(self) -> Runner:
         for route in self.app.routes:
             endpoint = getattr(route, "endpoint", None)
-            if isinstance(endpoint, InspectorGraphQL):
-                assert isinstance(endpoint.schema, InspectorSchema)
-                return endpoint.schema
+            if isinstance(endpoint, GraphQLEndpoint):
+                return endpoint.runner
         raise AssertionError("no GraphQL route")
 
     async def ask(self, who: str, variables: dict[str, Any]) -> httpx.Response:
@@ -105,7 +104,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 @asynccontextmanager
-async def world(tmp_path: Path, limits: Limits | None = None) -> AsyncIterator[World]:
+async def world(tmp_path: Path, limits: Settings | None = None) -> AsyncIterator[World]:
     server = fakeredis.FakeServer()
     writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
     sim = await populate(writer, SimConfig(seed=5, sessions=4))
@@ -151,7 +150,7 @@ async def gated(
     w: World, asks: Sequence[Awaitable[httpx.Response]], started: int, joined: int
 ) -> list[httpx.Response]:
     """Run ``asks`` with the gate shut until the flights stand as expected."""
-    flights = w.schema.flights
+    flights = w.runner.flights
     assert flights is not None
     base_started, base_joined = flights.started, flights.joined
     w.store.gate.clear()
@@ -181,7 +180,7 @@ async def test_identical_concurrent_queries_run_once_and_each_gets_its_answer(
         assert [models_of(a) for a in answers] == [alone] * n
         assert w.store.calls == reads_alone  # one execution's reads, not n
         assert len({a.headers["x-request-id"] for a in answers}) == n
-        assert len(w.schema.flights or ()) == 0  # nothing kept once answered
+        assert len(w.runner.flights or ()) == 0  # nothing kept once answered
 
 
 async def test_a_query_after_the_answer_runs_again(tmp_path: Path) -> None:
@@ -237,8 +236,8 @@ async def test_rest_routes_share_and_each_narrows_its_own_copy(tmp_path: Path) -
 async def test_a_caller_past_its_deadline_is_answered_and_the_work_goes_on(
     tmp_path: Path,
 ) -> None:
-    async with world(tmp_path, Limits(request_deadline_s=3.0)) as w:
-        flights = w.schema.flights
+    async with world(tmp_path, Settings(bounds=Bounds(request_deadline_s=3.0))) as w:
+        flights = w.runner.flights
         assert flights is not None
         w.store.gate.clear()
         try:
@@ -264,7 +263,7 @@ def _body(variables: dict[str, Any]) -> bytes:
 async def test_a_leader_that_leaves_still_answers_its_followers(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         alone = models_of(await w.ask("ops", {"state": "ACTIVE"}))
-        flights = w.schema.flights
+        flights = w.runner.flights
         assert flights is not None
         w.store.gate.clear()
         leader = GoneClient(GRAPHQL, _body({"state": "ACTIVE"}), w.tokens["ops"])
@@ -289,7 +288,7 @@ async def test_a_lone_client_that_leaves_cancels_its_execution_and_frees_its_slo
 ) -> None:
     # Every query is expensive and there is one slot: a slot not given back leaves the
     # next query BUSY.
-    limits = Limits(expensive_nodes=1, max_expensive_requests=1, busy_wait_s=0.5)
+    limits = Settings(bounds=Bounds(expensive_nodes=1, max_expensive_requests=1, busy_wait_s=0.5))
     caplog.set_level(logging.INFO)
     async with world(tmp_path, limits) as w:
         w.store.gate.clear()
@@ -305,7 +304,7 @@ async def test_a_lone_client_that_leaves_cancels_its_execution_and_frees_its_slo
             w.store.gate.set()
         assert client.sent == []
         assert w.store.cancelled >= 1
-        assert len(w.schema.flights or ()) == 0
+        assert len(w.runner.flights or ()) == 0
         assert models_of(await w.ask("ops", {"state": "ACTIVE"}))  # the slot came back
     gc.collect()  # a task whose exception nobody read is reported when collected
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
@@ -334,7 +333,7 @@ async def test_a_rest_client_that_leaves_cancels_its_execution(tmp_path: Path) -
 async def test_a_fresh_answer_serves_later_polls_of_the_same_principal_only(
     tmp_path: Path,
 ) -> None:
-    async with world(tmp_path, Limits(fresh_for_s=300.0)) as w:
+    async with world(tmp_path, Settings(switches=Switches(fresh_for_s=300.0))) as w:
         first = models_of(await w.ask("a", {"state": "ACTIVE"}))
         once = w.store.calls
         assert once > 0

@@ -6,9 +6,8 @@ import re
 
 import pytest
 from graphql import parse, validate
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.schema import build_schema
 from support.tree import ROOT
+from support.types import api_types
 
 _BLOCK = re.compile(r"```graphql\n(.*?)```", re.S)
 _INLINE = re.compile(r"`(\{ .*? \})`")
@@ -27,6 +26,6 @@ def test_the_readme_has_examples() -> None:
 
 @pytest.mark.parametrize("query", examples())
 def test_each_example_is_valid(query: str) -> None:
-    schema = build_schema(Limits())._schema
+    schema = api_types()
     errors = validate(schema, parse(query))
     assert not errors, [e.message for e in errors]

@@ -12,7 +12,7 @@ import pytest
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.principal import Principal, Role
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
@@ -55,12 +55,12 @@ async def holders_by_gpu(ctx: Context) -> dict[str, list[str | None]]:
 
 async def test_a_viewer_sees_all_capacity_and_only_its_holders() -> None:
     backends, owner_of = await world()
-    operator = Context.build(backends, Limits(max_page_size=1000))
+    operator = Context.build(backends, settings=Settings(bounds=Bounds(max_page_size=1000)))
     everyone = await holders_by_gpu(operator)
     held_models = {m for ms in everyone.values() for m in ms if m}
     viewer_owner = owner_of[sorted(held_models)[0]]
     viewer = Principal(viewer_owner, Role.VIEWER, frozenset({viewer_owner}))
-    ctx = Context.build(backends, Limits(max_page_size=1000), viewer)
+    ctx = Context.build(backends, viewer, Settings(bounds=Bounds(max_page_size=1000)))
 
     assert await KC.cluster_capacity(ctx) == await KC.cluster_capacity(operator)
     mine = await holders_by_gpu(ctx)
@@ -81,7 +81,7 @@ async def test_degraded_flags_follow_the_kinds_read() -> None:
         ({"devicetaintrules"}, True, True),
     ):
         twin.degraded_kinds = kinds
-        ctx = Context.build(backends, Limits())
+        ctx = Context.build(backends)
         node = (await K.nodes(ctx, 1, None)).items[0][1]
         assert (await KC.cluster_capacity(ctx)).degraded is capacity_degraded, kinds
         assert (await K.node_gpus(ctx, node.name, 8, None)).degraded is gpus_degraded, kinds

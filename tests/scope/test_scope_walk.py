@@ -25,7 +25,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.auth import TokenAuthenticator
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.principal import NOBODY, Principal, Role
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings
 from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
@@ -34,14 +34,12 @@ from openrl_inspect.web.app import PREFIX, create_app
 from openrl_inspect.web.health import HealthSettings
 from scope.walk import leaks, queries
 from support.auth_harness import new_token, token_line, write_lines
+from support.types import api_types
 
 pytestmark = pytest.mark.anyio
 
 OWNER = "alice"
-OPEN = Limits(
-    max_nodes=10**9, max_depth=100, max_aliases=1000, max_tokens=10**6, max_fields=10**6,
-    request_deadline_s=0, expensive_nodes=10**9,
-)  # fmt: skip
+OPEN = Settings(bounds=Bounds(max_nodes=10**9, max_depth=100, max_aliases=1000, max_tokens=10**6, max_fields=10**6, request_deadline_s=0, expensive_nodes=10**9))  # fmt: skip
 # Too slow to walk below (a rollup of every model), or off unless an operator enables it.
 SKIP = frozenset({"prometheusQuery"})
 
@@ -98,8 +96,8 @@ def _marks(sim: Simulation, sessions: set[str], owner: dict[str, str]) -> dict[s
 
 
 async def run(world: World, principal: Principal, query: str) -> dict[str, Any]:
-    schema = build_schema(OPEN)
-    ctx = Context.build(world.backends, OPEN, principal)
+    schema = build_schema(OPEN.switches)
+    ctx = Context.build(world.backends, principal, OPEN)
     result = await schema.execute(query, context_value=ctx)
     return {
         "data": result.data,
@@ -132,7 +130,7 @@ def viewer() -> Principal:
 
 
 async def test_a_viewer_sees_nothing_of_other_owners_on_any_path(world: World) -> None:
-    schema = build_schema(OPEN)._schema
+    schema = api_types()
     walked = queries(schema, values(world), depth=4, skip=SKIP)
     assert len(walked) > 30
     markers = set().union(*world.theirs.values())
@@ -172,7 +170,7 @@ async def test_the_operator_sees_everyone_and_nobody_sees_nothing(world: World) 
 
 async def test_the_walk_would_catch_a_leak(world: World) -> None:
     """The same walk as an operator finds the other owners' ids: the check above can fail."""
-    schema = build_schema(OPEN)._schema
+    schema = api_types()
     markers = set().union(*world.theirs.values())
     found: set[str] = set()
     for query in queries(schema, values(world), depth=4, skip=SKIP):

@@ -25,7 +25,6 @@ from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource, pa
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.domain import CauseKind, Verdict
-from openrl_inspect.core.settings import Limits
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.diagnosis import Cause
@@ -74,7 +73,7 @@ async def world() -> World:
     backends = Backends(state=store)
     twins = await DemoTwins.build(sim, store, now)
     twins.install(backends)
-    ctx = Context.build(backends, Limits())
+    ctx = Context.build(backends)
     records = await ctx.state.models.load_many(list(sim.models))
     found = await asyncio.gather(*(model_summary(ctx, r, STEPS) for r in records if r))
     return World(sim, store, backends, {s.model.id: s for s in found})

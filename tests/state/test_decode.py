@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord, DecodeError
 from openrl_inspect.state import decode as d
 
 
 @pytest.mark.parametrize("raw", ["yesterday", "nan", "inf", "-inf", "1e300", "-1e300"])
 def test_a_time_that_is_no_time_is_refused(raw: str) -> None:
-    with pytest.raises(d.DecodeError, match="'at'"):
+    with pytest.raises(DecodeError, match="'at'"):
         d.time({"at": raw}, "at")
 
 
@@ -20,13 +20,13 @@ def test_times_in_range_pass_and_absent_is_none() -> None:
 
 @pytest.mark.parametrize("value", [-1, -4, 1.5, 2.0**31, float("nan"), float("inf")])
 def test_a_counter_is_a_whole_number_in_int32(value: float) -> None:
-    with pytest.raises(d.DecodeError):
+    with pytest.raises(DecodeError):
         d.counter(value, "step number")
 
 
 def test_an_unknown_choice_is_refused_never_defaulted() -> None:
     assert d.choice({}, "state", ("live", "closed"), "live") == "live"
-    with pytest.raises(d.DecodeError, match="exploded"):
+    with pytest.raises(DecodeError, match="exploded"):
         d.choice({"state": "exploded"}, "state", ("live", "closed"), "live")
 
 

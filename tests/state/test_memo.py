@@ -5,9 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 from openrl_inspect.adapters.redis import _sampler_batches as sb
-from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.core.errors import BadRecord, DecodeError
 from openrl_inspect.state import rollup
-from openrl_inspect.state.decode import DecodeError
 from openrl_inspect.state.memo import Memo
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from openrl_inspect.state.decode import MAX_INT, MAX_TEXT_CHARS, DecodeError
+from openrl_inspect.core.errors import DecodeError
+from openrl_inspect.state.decode import MAX_INT, MAX_TEXT_CHARS
 from openrl_inspect.state.records import SamplerBatchRecord
 
 T0 = 1_772_366_400.0

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from graphql import GraphQLEnumType
 from openrl_inspect.core import domain
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.cluster.wait_reasons import KINDS
+from support.types import api_types
 
 PAIRS = {
     "ModelState": domain.ModelState,
@@ -21,8 +20,7 @@ PAIRS = {
 
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_graphql_enum_is_the_domain_enum(name: str) -> None:
-    schema = build_schema(Limits())
-    gql = schema._schema.type_map[name]
+    gql = api_types().type_map[name]
     assert isinstance(gql, GraphQLEnumType)
     assert sorted(gql.values) == sorted(m.name for m in PAIRS[name])
 

@@ -28,7 +28,7 @@ from openrl_inspect.adapters.prometheus import RawQuerySettings
 from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.auth import Authenticator, token_digest
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Settings
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.telemetry.jsonlog import JsonLines
 from openrl_inspect.web.app import create_app
@@ -113,7 +113,7 @@ def write_lines(path: Path, *lines: str) -> None:
 async def auth_client(
     authenticator: Authenticator | None,
     graphiql_on: bool = True,
-    limits: Limits | None = None,
+    limits: Settings | None = None,
     identity: Identity | None = None,
     **others: Any,
 ) -> AsyncIterator[httpx.AsyncClient]:

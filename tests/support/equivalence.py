@@ -29,12 +29,13 @@ from graphql import (
     Undefined,
     get_named_type,
 )
+from graphql import build_schema as build_schema_from_sdl
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.errors import BackendUnavailable
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.execution.schema import InspectorSchema, build_schema
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import Simulation
@@ -42,10 +43,10 @@ from openrl_inspect.state import keys
 
 # A small node budget keeps a generated document's run short (larger ones are refused,
 # alike on both paths).
-LIMITS = Limits(single_flight=False, max_nodes=1500)
-STOCK = build_schema(replace(LIMITS, execution="stock"))
-FAST = build_schema(replace(LIMITS, execution="fast"))
-TYPES: GraphQLSchema = STOCK._schema
+LIMITS = Settings(bounds=Bounds(max_nodes=1500), switches=Switches(single_flight=False))
+STOCK = build_schema(replace(LIMITS.switches, execution="stock"))
+FAST = build_schema(replace(LIMITS.switches, execution="fast"))
+TYPES: GraphQLSchema = build_schema_from_sdl(STOCK.as_str())
 MAX_DEPTH = 4
 FAULTS = ("none", "none", "kubernetes", "redis", "metrics")
 
@@ -215,7 +216,7 @@ def document(draw: Any, pool: list[str]) -> str:
 
 
 async def answer(schema: InspectorSchema, world: World, text: str) -> str:
-    context = Context.build(world.backends, LIMITS)
+    context = Context.build(world.backends, settings=LIMITS)
     context.now = world.now  # one "now" for both paths: ages must agree
     result = await schema.execute(
         text, variable_values={"yes": True, "no": False}, context_value=context

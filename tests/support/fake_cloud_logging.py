@@ -27,9 +27,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from openrl_inspect.adapters.logs._filter import FilterSyntaxError
 from openrl_inspect.adapters.logs._filter_eval import compile_filter
 from openrl_inspect.adapters.logs._paging import sort_key
+from openrl_inspect.core.errors import FilterSyntaxError
 
 _DEFAULT_PAGE_SIZE = 50
 _MAX_PAGE_SIZE = 1000

@@ -10,7 +10,7 @@ from typing import Any
 import fakeredis
 import httpx
 from openrl_inspect.adapters.redis import StateStore
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Settings
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
 from openrl_inspect.simulator import SimConfig, Simulation
@@ -45,7 +45,7 @@ async def populate(client: Any, config: SimConfig, now: float | None = None) -> 
 
 @asynccontextmanager
 async def app_client(
-    store: StateStore, limits: Limits | None = None, **others: Any
+    store: StateStore, limits: Settings | None = None, **others: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client on the ASGI app, with the app's lifespan running.
 

@@ -13,8 +13,7 @@ import fakeredis
 import pytest
 from openrl_inspect.adapters.kubernetes import LeaseRecord
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource, MemoryLeases
-from openrl_inspect.core.errors import BackendUnavailable
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import BackendUnavailable, SettingsError
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.tracker.leader import ElectionSettings, LeaderElector, Work

@@ -8,12 +8,12 @@ import socket
 import pytest
 from openrl_inspect.cli import main as cli
 from openrl_inspect.cli import track as track_cli
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.tracker.leader import ElectionSettings
 
 
 def test_flags_then_environment_then_defaults() -> None:
-    args = cli._parser().parse_args(["track-placements", "--leader-elect", "--lease-name", "mine"])
+    args = cli.parser().parse_args(["track-placements", "--leader-elect", "--lease-name", "mine"])
     env = {
         "OPENRL_INSPECT_LEADER_NAMESPACE": "rl-system",
         "OPENRL_INSPECT_LEADER_LEASE_NAME": "from-env",
@@ -31,11 +31,11 @@ def test_flags_then_environment_then_defaults() -> None:
 
 
 def test_inconsistent_periods_are_refused() -> None:
-    args = cli._parser().parse_args(["track-placements", "--leader-elect"])
+    args = cli.parser().parse_args(["track-placements", "--leader-elect"])
     with pytest.raises(SettingsError):
         track_cli._election(args, {"OPENRL_INSPECT_LEADER_RENEW_DEADLINE_S": "20"})
 
 
 def test_leader_elect_is_off_unless_asked() -> None:
-    args = cli._parser().parse_args(["track-placements"])
+    args = cli.parser().parse_args(["track-placements"])
     assert args.leader_elect is None

@@ -25,8 +25,8 @@ from openrl_inspect.core.errors import (
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
+    SettingsError,
 )
-from openrl_inspect.core.settings import SettingsError
 from support.cloud_logging_samples import PROJECT, T0, expected, sample_rows
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 

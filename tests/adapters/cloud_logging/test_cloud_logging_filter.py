@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from openrl_inspect.adapters.logs import MAX_FILTER_CHARS
 from openrl_inspect.adapters.logs._filter import (
     MAX_VALUE_CHARS,
-    FilterSyntaxError,
     Token,
     build_filter,
     label_equals,
@@ -26,7 +25,7 @@ from openrl_inspect.adapters.logs._filter import (
 )
 from openrl_inspect.adapters.logs._filter_eval import compile_filter
 from openrl_inspect.adapters.logs.memory import wire_entry
-from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.core.errors import FilterSyntaxError, InvalidInput
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 END = START + timedelta(hours=1)

@@ -18,8 +18,7 @@ from openrl_inspect.adapters.logs import (
 )
 from openrl_inspect.adapters.logs._paging import Position, decode_cursor, encode_cursor, fingerprint
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
-from openrl_inspect.core.errors import BackendProtocolError, InvalidInput
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import BackendProtocolError, InvalidInput, SettingsError
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SETTINGS = CloudLoggingSettings(max_fields=3, max_field_chars=10, max_message_chars=20)

@@ -8,8 +8,7 @@ from urllib.parse import unquote
 
 import pytest
 from openrl_inspect.adapters.kubernetes import ObjectKey, load_settings, open_kubernetes
-from openrl_inspect.core.errors import BackendTimeout, BackendUnavailable
-from openrl_inspect.core.settings import SettingsError
+from openrl_inspect.core.errors import BackendTimeout, BackendUnavailable, SettingsError
 from support import kube_objects as ko
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source, unstarted_source

@@ -29,8 +29,8 @@ from openrl_inspect.core.errors import (
     BackendUnavailable,
     InvalidInput,
     NotFound,
+    SettingsError,
 )
-from openrl_inspect.core.settings import SettingsError
 from support import pod_log_samples as S
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
-from openrl_inspect.core.settings import Limits
+from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.simulator import SimConfig
 from support.gone_client import GoneClient
 from support.harness import GRAPHQL, app_client, populate
@@ -88,7 +88,9 @@ async def test_fifty_concurrent_pollers_on_a_small_pool_all_get_answers(
     # they are not answered BACKEND_BUSY or "unreachable".
     settings = RedisSettings(url=redis_server.url, max_connections=4, pool_timeout_s=20.0)
     store = RedisStateStore.from_settings(settings)
-    limits = Limits(single_flight=single_flight, request_deadline_s=60.0)
+    limits = Settings(
+        bounds=Bounds(request_deadline_s=60.0), switches=Switches(single_flight=single_flight)
+    )
     async with app_client(store, limits) as client:
         alone = await _answers(client, 1, OVERVIEW)
         answers = await _answers(client, 50, OVERVIEW)

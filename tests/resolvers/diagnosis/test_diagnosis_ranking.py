@@ -17,8 +17,6 @@ from openrl_inspect.adapters.kubernetes import (
     Termination,
 )
 from openrl_inspect.core.domain import CauseKind, OpHealth, OpStatus, Verdict
-from openrl_inspect.core.settings import Limits
-from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.diagnosis import (
     TOKEN_BUDGET,
     Diagnosis,
@@ -33,6 +31,7 @@ from openrl_inspect.resolvers.diagnosis import (
 )
 from openrl_inspect.resolvers.diagnosis.causes import Finding
 from support import diagnosis_evidence as de
+from support.types import api_types
 
 LONG = "CUDA error: an illegal memory access was encountered " * 200
 
@@ -128,7 +127,7 @@ def test_the_worst_case_fits_the_budget() -> None:
 
 
 def test_every_emitted_query_is_valid_against_the_schema() -> None:
-    schema = build_schema(Limits())._schema
+    schema = api_types()
     tricky = 'lora-"a"\\b\u00e9'
     queries = [
         lookups.summary_query(tricky),
