@@ -28,7 +28,7 @@ from openrl_inspect.core import settings
 from openrl_inspect.core.settings import Settings
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.simulator.metrics_twin import DemoMetrics, start
@@ -129,7 +129,7 @@ async def demo_backends(
     )
     sim = Simulation(config, rec)
     now = time.time()
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     backends = Backends(state=store)
     twins = await DemoTwins.build(sim, store, now)

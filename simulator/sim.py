@@ -259,10 +259,9 @@ class Simulation:
 
     # -- history ----------------------------------------------------------------------------
 
-    def populate(self, now: float) -> None:
-        """Write a finished-looking history ending at ``now``."""
-        from openrl_inspect.simulator import scenarios
-
+    def write_history(self, now: float) -> None:
+        """Write a finished-looking history ending at ``now`` (``world.populate`` then
+        stages the scenarios and goes live)."""
         cfg = self.config
         step_s = sum(DURATIONS[k][0] + 0.13 for k in self.kinds(0))
         span = step_s * cfg.steps_per_model + 60.0
@@ -281,8 +280,10 @@ class Simulation:
                     t = self.run_step(model, t)
                 model.next_at = max(t, now)
                 self.heartbeat(model, now)
-        if cfg.scenarios:
-            scenarios.stage_all(self, now)
+
+    def go_live(self, now: float) -> None:
+        """From ``now`` on, ``advance`` moves the simulation."""
+        cfg = self.config
         self.now = now
         self._next_model_at = now + cfg.new_model_every_s
         self._last_heartbeat = now

@@ -23,7 +23,7 @@ from openrl_inspect.core.settings import Bounds
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.state import keys, rollup
 from openrl_inspect.state.records import ModelRecord
 from support.redis_server import RedisServer, require_redis
@@ -72,7 +72,7 @@ async def _world(client: Any, reader: Any) -> World:
     rec = AsyncRecorder(client, batch_size=64, settings=RecorderSettings(publish_counters=False))
     now = time.time()
     sim = Simulation(SimConfig(seed=11, sessions=3, models_per_session=4), rec)
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     store = CountingStore(reader)
     backends = Backends(state=store)

@@ -18,7 +18,7 @@ from openrl_inspect.core.errors import BackendUnavailable
 from openrl_inspect.core.settings import Settings, Thresholds
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from support.harness import app_client, gql
 from support.types import api_types
 
@@ -73,7 +73,7 @@ async def world() -> tuple[Simulation, Backends]:
     )
     now = time.time()
     sim = Simulation(SimConfig(seed=5), rec)
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     store = RedisStateStore.in_memory(server)
     backends = Backends(state=store)
@@ -201,7 +201,7 @@ async def _calls(models: int) -> tuple[int, int, int]:
     config = SimConfig(seed=9, sessions=sessions, models_per_session=models // sessions,
                        steps_per_model=3, nodes_per_pool=(("h100", 60), ("h200", 60)))  # fmt: skip
     sim = Simulation(config, rec)
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     # A frozen clock: the schema-version check (every 10 s) must not land inside the
     # counted query when a loaded machine makes the 200-model world slow to build.

@@ -29,7 +29,7 @@ from openrl_inspect.core.settings import Bounds, Settings
 from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.web.app import PREFIX, create_app
 from openrl_inspect.web.health import HealthSettings
 from scope.walk import leaks, queries
@@ -66,7 +66,7 @@ async def world() -> World:
     )
     now = time.time()
     sim = Simulation(SimConfig(seed=5, sessions=4), rec)
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     store = RedisStateStore.in_memory(server)
     backends = Backends(state=store)

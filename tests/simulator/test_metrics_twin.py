@@ -15,7 +15,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.simulator import metrics_twin as mt
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import PlacementRecord
@@ -53,7 +53,7 @@ async def make_demo() -> Demo:
     # request's now) cover it.
     start = float(int(time.time() - LIVE_S))
     sim = Simulation(SimConfig(seed=3), rec)
-    sim.populate(start)
+    populate(sim, start)
     await rec.flush()
     store = RedisStateStore.in_memory(server)
     backends = Backends(state=store)

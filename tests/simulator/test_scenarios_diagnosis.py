@@ -29,7 +29,7 @@ from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.diagnosis import Cause
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.simulator import kube_staging as ks
 from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes, slice_record
 from openrl_inspect.simulator.scenarios import objects as ob
@@ -67,7 +67,7 @@ async def world() -> World:
     rec = AsyncRecorder(redis, batch_size=1 << 30, settings=settings)
     now = time.time()
     sim = Simulation(SimConfig(seed=7), rec)
-    sim.populate(now)
+    populate(sim, now)
     await rec.flush()
     store = RedisStateStore.in_memory(server)
     backends = Backends(state=store)

@@ -13,7 +13,7 @@ from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.core.settings import Settings
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, world
 from openrl_inspect.web.app import PREFIX, create_app
 from openrl_inspect.web.health import HealthSettings
 
@@ -34,7 +34,7 @@ async def populate(client: Any, config: SimConfig, now: float | None = None) -> 
         ),
     )
     sim = Simulation(config, rec)
-    sim.populate(time.time() if now is None else now)
+    world.populate(sim, time.time() if now is None else now)
     await rec.flush(600.0)
     # Every record written: a world half filled (or still filling behind the test) would
     # make whatever runs next measure the fill. (Tests record more through ``sim.rec``.)

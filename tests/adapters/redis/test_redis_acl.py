@@ -16,7 +16,7 @@ import redis.exceptions
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings, Retention
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, populate
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.tracker.placements import PlacementTracker
 from openrl_inspect.tracker.run import track_once
@@ -86,7 +86,7 @@ async def history(server: RedisServer) -> Simulation:
         settings=RecorderSettings(recorder_id="acl-test"),
     )
     sim = Simulation(SimConfig(seed=5, scenarios=False), rec)
-    sim.populate(time.time())
+    populate(sim, time.time())
     await rec.flush()
     stats = rec.stats()
     await rec.close(5.0)
@@ -247,7 +247,7 @@ async def test_the_users_on_a_redis_cluster(redis_cluster: Any) -> None:
         settings=RecorderSettings(recorder_id="acl-cluster"),
     )
     sim = Simulation(SimConfig(seed=6, sessions=2, models_per_session=3, scenarios=False), rec)
-    sim.populate(time.time())
+    populate(sim, time.time())
     await rec.flush()
     stats = rec.stats()
     await rec.close(5.0)
