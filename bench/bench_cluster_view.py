@@ -53,7 +53,8 @@ from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.resolvers.context import Backends, Context
-from openrl_inspect.schema.cluster.node import ClusterCapacity, Gpu, Node, NodeCapacity
+from openrl_inspect.schema.cluster.gpu import Gpu
+from openrl_inspect.schema.cluster.node import ClusterCapacity, Node, NodeCapacity
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.state.model import Model
 from support import kube_objects as ko

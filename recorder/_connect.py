@@ -10,7 +10,9 @@ import redis
 import redis.asyncio as aioredis
 from openrl_inspect.recorder import _wire as wire
 from openrl_inspect.recorder._config import RecorderSettings
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode
 from redis.retry import Retry
 
 # ("settings", None) | ("redis", (connection class, kwargs)) | ("cluster", (nodes, kwargs))
@@ -51,8 +53,6 @@ def sync_client(s: RecorderSettings) -> redis.Redis | redis.RedisCluster:
 
 
 def async_client(s: RecorderSettings) -> aioredis.Redis | aioredis.RedisCluster:
-    from redis.asyncio.retry import Retry as AsyncRetry
-
     common: dict[str, Any] = {
         "decode_responses": True,
         "socket_timeout": s.socket_timeout_s,
@@ -113,8 +113,6 @@ def build_client(spec: ClientSpec, s: RecorderSettings) -> redis.Redis | redis.R
     kwargs.setdefault("socket_timeout", s.socket_timeout_s)
     kwargs.setdefault("socket_connect_timeout", s.connect_timeout_s)
     if kind == "cluster":
-        from redis.cluster import ClusterNode
-
         nodes = [ClusterNode(host, port) for host, port in cls]  # type: ignore[no-untyped-call]
         return redis.RedisCluster(startup_nodes=nodes, **kwargs)
     return redis.Redis(connection_pool=redis.ConnectionPool(connection_class=cls, **kwargs))

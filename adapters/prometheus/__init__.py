@@ -48,8 +48,8 @@ from openrl_inspect.adapters.prometheus._gpu import (
     check_metric,
     check_window,
 )
-from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics
-from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
+from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics, make_gpu_metrics
+from openrl_inspect.adapters.prometheus._http import HttpMetricsSource, make_metrics_source
 from openrl_inspect.adapters.prometheus._raw import (
     RawAnswer,
     RawQuery,
@@ -64,7 +64,6 @@ from openrl_inspect.adapters.prometheus._source import (
     Sample,
     Series,
     load_settings,
-    make_metrics_source,
 )
 
 __all__ = [
@@ -106,5 +105,6 @@ __all__ = [
     "gather",
     "load_raw_settings",
     "load_settings",
+    "make_gpu_metrics",
     "make_metrics_source",
 ]

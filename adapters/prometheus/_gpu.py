@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
-from openrl_inspect.adapters.prometheus._source import PrometheusSettings, Sample
+from openrl_inspect.adapters.prometheus._source import Sample
 from openrl_inspect.core.errors import InvalidInput
 
 GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -233,11 +233,3 @@ def as_duty_metric(metric: str) -> DutyMetric:
     if metric == GPU_UTIL:
         return GPU_UTIL
     raise ValueError("not a duty metric")
-
-
-def make_gpu_metrics(settings: PrometheusSettings) -> GpuMetrics:
-    """The Prometheus-backed ``GpuMetrics`` for ``settings`` (it owns its HTTP client;
-    ``aclose`` it). The demo uses ``gpu_metrics_memory.InMemoryGpuMetrics`` instead."""
-    from openrl_inspect.adapters.prometheus._gpu_prom import PromGpuMetrics
-
-    return PromGpuMetrics.from_settings(settings)

@@ -52,13 +52,13 @@ from openrl_inspect.adapters.prometheus._gpu_queries import (
     per_gpu_query,
     vllm_builders,
 )
+from openrl_inspect.adapters.prometheus._http import make_metrics_source
 from openrl_inspect.adapters.prometheus._promql import Matcher, eq, in_set, selector
 from openrl_inspect.adapters.prometheus._source import (
     MetricsSource,
     PrometheusSettings,
     Sample,
     Series,
-    make_metrics_source,
 )
 
 
@@ -373,3 +373,9 @@ class PromGpuMetrics:
             empty = all(v is None for v in vars(stats).values())
             out.append(None if empty or not pod else stats)
         return out
+
+
+def make_gpu_metrics(settings: PrometheusSettings) -> PromGpuMetrics:
+    """The Prometheus-backed ``GpuMetrics`` for ``settings`` (it owns its HTTP client;
+    ``aclose`` it). The demo uses ``memory.InMemoryGpuMetrics`` instead."""
+    return PromGpuMetrics.from_settings(settings)

@@ -302,3 +302,8 @@ class HttpMetricsSource:
         except (httpx.TransportError, httpx.InvalidURL) as exc:
             # Refused, reset, DNS, closed without an answer, bad scheme.
             raise BackendUnavailable(BACKEND, "Prometheus is unreachable") from exc
+
+
+def make_metrics_source(settings: PrometheusSettings) -> HttpMetricsSource:
+    """The real source for ``settings`` (it owns an ``httpx.AsyncClient``; ``aclose`` it)."""
+    return HttpMetricsSource(settings)

@@ -162,10 +162,3 @@ class MetricsSource(Protocol):
         ...
 
     async def aclose(self) -> None: ...
-
-
-def make_metrics_source(settings: PrometheusSettings) -> MetricsSource:
-    """The real source for ``settings`` (it owns an ``httpx.AsyncClient``; ``aclose`` it)."""
-    from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
-
-    return HttpMetricsSource(settings)

@@ -5,9 +5,8 @@ Cluster) whatever the batch size, returning one result per key in key order, ``N
 for a miss. Only index reads: hashes by key and sorted sets by range, never ``KEYS`` and
 never ``SCAN``.
 
-The in-memory twin is this same class over an in-process fakeredis
-(``RedisStateStore.in_memory``): the demo and unit tests then exercise the real
-command path, and the twin cannot drift from the real adapter's semantics.
+The in-memory twin is this class over an in-process fakeredis (``in_memory``): the demo
+and unit tests exercise the real command path, and the twin cannot drift from it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
 from openrl_inspect.resolvers.state import reads as S
 from openrl_inspect.schema.cluster.common import LiveConnection
 from openrl_inspect.schema.cluster.container import OomKills
-from openrl_inspect.schema.cluster.node import Gpu, Node, gpu_objects
+from openrl_inspect.schema.cluster.gpu import Gpu, gpu_objects
+from openrl_inspect.schema.cluster.node import Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
 from openrl_inspect.schema.common import Info

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
+from openrl_inspect.adapters.kubernetes import NodeRecord
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import counting as C
-from openrl_inspect.resolvers.cluster import holders as KH
 from openrl_inspect.resolvers.cluster import reads as K
-from openrl_inspect.resolvers.cluster.reads import LivePage
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -23,10 +20,11 @@ from openrl_inspect.schema.cluster.common import (
     conditions,
 )
 from openrl_inspect.schema.cluster.events import NodeEventFields
-from openrl_inspect.schema.cluster.gpu_health import DeviceTaintType, GpuHealth, health
-from openrl_inspect.schema.cluster.pod import Pod, ResourceClaim
+from openrl_inspect.schema.cluster.gpu import Gpu, gpu_connection
+from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
-from openrl_inspect.schema.metrics.fields import GpuMetricsFields, NodeMetricsFields
+from openrl_inspect.schema.metrics.fields import NodeMetricsFields
+from openrl_inspect.schema.shown import shows
 from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
@@ -142,6 +140,7 @@ class ClusterCapacity:
         return LiveConnection.of(page, NodeCapacity.from_record)
 
 
+@shows(NodeRecord)
 @strawberry.type(description="A GPU node of the cluster (live, Kubernetes).")
 class Node(NodeMetricsFields, NodeEventFields):
     name: str
@@ -196,129 +195,3 @@ class Node(NodeMetricsFields, NodeEventFields):
     @strawberry.field(description="Its GPUs counted: total, held, free, unhealthy, tainted.")
     async def capacity(self, info: Info) -> NodeCapacity:
         return NodeCapacity.from_record(await KC.node_capacity(info.context, self._record))
-
-
-@strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
-class GpuHolder:
-    _holder: strawberry.Private[KH.Holder]
-
-    @strawberry.field
-    def claim(self) -> ResourceClaim:
-        # Built when asked for: the cluster view asks for the pod and model of thousands
-        # of holders and not for their claims.
-        return ResourceClaim.from_record(self._holder.claim)
-
-    @strawberry.field(
-        description="The pod the claim is reserved for (live); null when the "
-        "claim is allocated but no pod uses it, or the pod is gone."
-    )
-    def pod(self) -> Pod | None:
-        # Loaded with the GPU's list (``gpus_held``): no await per holder.
-        rec = self._holder.pod_record
-        return Pod.from_record(rec) if rec else None
-
-    @strawberry.field(description="The pod's `openrl.ai/model-id` label.")
-    def model_id(self) -> str | None:
-        rec = self._holder.pod_record
-        return rec.model_id if rec else None
-
-    @strawberry.field(description="The model holding the GPU, from Redis (by the pod's label).")
-    async def model(self, info: Info) -> ModelT | None:
-        from openrl_inspect.schema.state.model import Model
-
-        rec = await KH.holder_model(info.context, self._holder)
-        return Model.from_record(rec) if rec else None
-
-
-@strawberry.type(name="GPU", description="A GPU as NVIDIA's DRA driver publishes it (live).")
-class Gpu(GpuMetricsFields):
-    uuid: str | None
-    driver: str
-    pool: str
-    device: str = strawberry.field(description="The device name in its pool (`gpu-0`).")
-    pool_generation: int
-    node_name: str | None
-    index: int | None
-    minor: int | None
-    product_name: str | None
-    architecture: str | None
-    driver_version: str | None
-    pci_bus_id: str | None
-    memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
-    health: GpuHealth = strawberry.field(
-        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it "
-        "(counted unhealthy, never free, in capacity)."
-    )
-    taints: list[DeviceTaintType] = strawberry.field(
-        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name."
-    )
-    taint_rules_not_evaluated: list[str] = strawberry.field(
-        description="DeviceTaintRules that may taint it but need a CEL selector or a "
-        "DeviceClass (resource.k8s.io/v1alpha3 before 1.35) the inspector cannot "
-        "evaluate: not in `taints` nor `health`; check them by hand."
-    )
-    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
-
-    _record: strawberry.Private[GpuDevice]
-    _held: strawberry.Private[KH.GpuHeld]
-
-    @classmethod
-    def from_record(cls, rec: GpuDevice, held: KH.GpuHeld) -> Gpu:
-        """``held``: from ``gpu_objects``, which reads who holds a whole list of GPUs."""
-        return cls(
-            uuid=rec.uuid,
-            driver=rec.driver,
-            pool=rec.pool,
-            device=rec.device,
-            pool_generation=rec.pool_generation,
-            node_name=rec.node_name,
-            index=rec.index,
-            minor=rec.minor,
-            product_name=rec.product_name,
-            architecture=rec.architecture,
-            driver_version=rec.driver_version,
-            pci_bus_id=rec.pci_bus_id,
-            memory_bytes=None if rec.memory_bytes is None else float(rec.memory_bytes),
-            health=health(rec),
-            taints=[DeviceTaintType.from_record(t) for t in rec.taints],
-            taint_rules_not_evaluated=list(rec.rules_not_evaluated),
-            source=LIVE,
-            _record=rec,
-            _held=held,
-        )
-
-    @strawberry.field(description=DEGRADED_DESCRIPTION)
-    async def degraded(self, info: Info) -> bool:
-        # Its taints come from the DeviceTaintRules' cache as well as the slices'.
-        return await K.kind_degraded(info.context, "resourceslices") or await K.kind_degraded(
-            info.context, "devicetaintrules"
-        )
-
-    @strawberry.field(description="The node it is on (live).")
-    async def node(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self._record.node_name)
-        return Node.from_record(rec) if rec else None
-
-    # Not async: read with the GPU's list (``gpu_objects``). An async field costs
-    # graphql-core an awaitable per GPU, thousands in a cluster view.
-    @strawberry.field(description="True when a ResourceClaim holds it.")
-    def held(self) -> bool:
-        return self._held.held
-
-    @strawberry.field(
-        description="The claims it is allocated to with their pods and models: empty when "
-        "free, one entry in practice (more only for shared devices)."
-    )
-    def held_by(self) -> list[GpuHolder]:
-        return [GpuHolder(_holder=h) for h in self._held.holders]
-
-
-async def gpu_objects(info: Info, records: Sequence[GpuDevice]) -> list[Gpu]:
-    """GPUs with who holds them, read for the whole list at once (``gpus_held``)."""
-    held = await KH.gpus_held(info.context, records)
-    return [Gpu.from_record(rec, h) for rec, h in zip(records, held, strict=True)]
-
-
-async def gpu_connection(info: Info, page: LivePage[GpuDevice]) -> LiveConnection[Gpu]:
-    made = {g._record.key: g for g in await gpu_objects(info, [rec for _, rec in page.items])}
-    return LiveConnection.of(page, lambda rec: made[rec.key])

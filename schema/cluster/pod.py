@@ -31,17 +31,18 @@ from openrl_inspect.schema.cluster.common import (
 )
 from openrl_inspect.schema.cluster.container import Container
 from openrl_inspect.schema.cluster.events import PodEventFields
+from openrl_inspect.schema.cluster.gpu import Gpu, gpu_objects
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.logs.types import PodLogFields
+from openrl_inspect.schema.shown import shown, shows
 from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
-    from openrl_inspect.schema.cluster.node import Gpu, Node
+    from openrl_inspect.schema.cluster.node import Node
     from openrl_inspect.schema.state.model import Model
 
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 NodeT = Annotated["Node", strawberry.lazy("openrl_inspect.schema.cluster.node")]
-GpuT = Annotated["Gpu", strawberry.lazy("openrl_inspect.schema.cluster.node")]
 
 
 @strawberry.type(description="The pod's PodScheduled=False condition: why it has no node.")
@@ -55,6 +56,7 @@ class PodSchedulingFailure:
         return cls(reason=rec.reason, message=rec.message, since=ts(rec.since))
 
 
+@shows(PodRecord)
 @strawberry.type(description="A live pod of the cluster (Kubernetes).")
 class Pod(PodLogFields, PodEventFields):
     namespace: str
@@ -127,22 +129,16 @@ class Pod(PodLogFields, PodEventFields):
 
     @strawberry.field(description="The node it runs on (live).")
     async def node(self, info: Info) -> NodeT | None:
-        from openrl_inspect.schema.cluster.node import Node
-
         rec = await K.node_of(info.context, self._record.node_name)
-        return Node.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
     @strawberry.field(description="The model its label names, from Redis.")
     async def model(self, info: Info) -> ModelT | None:
-        from openrl_inspect.schema.state.model import Model
-
         rec = await K.model_by_label(info.context, self._record.model_id)
-        return Model.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
     @strawberry.field(description="GPUs allocated to its ResourceClaims (live).")
-    async def gpus(self, info: Info) -> list[GpuT]:
-        from openrl_inspect.schema.cluster.node import gpu_objects
-
+    async def gpus(self, info: Info) -> list[Gpu]:
         return await gpu_objects(info, await K.pod_gpus(info.context, self._record))
 
     @strawberry.field(description="Its DRA ResourceClaims: reserved for it or named by it.")
@@ -184,9 +180,7 @@ class ClaimDevice:
         )
 
     @strawberry.field(description="The GPU this device is (live); null if not published.")
-    async def gpu(self, info: Info) -> GpuT | None:
-        from openrl_inspect.schema.cluster.node import gpu_objects
-
+    async def gpu(self, info: Info) -> Gpu | None:
         rec = await K.device_gpu(info.context, self._record.key)
         return (await gpu_objects(info, [rec]))[0] if rec else None
 
@@ -202,6 +196,7 @@ class ClaimConsumerRef:
         return cls(resource=rec.resource, name=rec.name, uid=rec.uid)
 
 
+@shows(ClaimRecord)
 @strawberry.type(description="A DRA ResourceClaim (live): the devices a pod asked for and got.")
 class ResourceClaim:
     namespace: str

@@ -6,13 +6,8 @@ import strawberry
 from openrl_inspect.resolvers.cluster import capacity as KC
 from openrl_inspect.resolvers.cluster import reads as K
 from openrl_inspect.schema.cluster.common import KubernetesStatus, LiveConnection
-from openrl_inspect.schema.cluster.node import (
-    ClusterCapacity,
-    Gpu,
-    Node,
-    gpu_connection,
-    gpu_objects,
-)
+from openrl_inspect.schema.cluster.gpu import Gpu, gpu_connection, gpu_objects
+from openrl_inspect.schema.cluster.node import ClusterCapacity, Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import Workload
 from openrl_inspect.schema.common import Info

@@ -21,6 +21,7 @@ from openrl_inspect.schema.cluster.common import (
 from openrl_inspect.schema.cluster.events import WorkloadEventFields
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
+from openrl_inspect.schema.shown import shown, shows
 from strawberry.scalars import JSON
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def workload_status(rec: WorkloadRecord) -> str:
     return "pending"
 
 
+@shows(WorkloadRecord)
 @strawberry.type(description="A Kueue Workload (live): a model's demand, queue and admission.")
 class Workload(WorkloadEventFields):
     namespace: str
@@ -150,10 +152,8 @@ class Workload(WorkloadEventFields):
 
     @strawberry.field(description="Its model (see `modelId`), from Redis.")
     async def model(self, info: Info) -> ModelT | None:
-        from openrl_inspect.schema.state.model import Model
-
         rec = await K.model_by_label(info.context, self._record.model_id)
-        return Model.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
 
 WaitReasonKind = domain.WaitKind

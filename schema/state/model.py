@@ -13,6 +13,7 @@ from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_j
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
+from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.state.sampling import ModelSamplingFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
 from openrl_inspect.state.decode import JsonField
@@ -33,6 +34,7 @@ WorkerT = Annotated["Worker", strawberry.lazy("openrl_inspect.schema.state.worke
 PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.state.placement")]
 
 
+@shows(ModelRecord)
 @strawberry.type
 class Model(
     ModelSummaryFields,
@@ -91,26 +93,20 @@ class Model(
 
     @strawberry.field
     async def session(self, info: Info) -> SessionT | None:
-        from openrl_inspect.schema.state.session import Session
-
         rec = await info.context.state.sessions.load(self.session_id)
-        return Session.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
     @strawberry.field(description="Steps, newest first.")
     async def steps(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[StepT]:
-        from openrl_inspect.schema.state.step import Step
-
         page = await R.model_steps(info.context, self.id, first, after)
-        return Connection.of(page, Step.from_record)
+        return Connection.of(page, shown)
 
     @strawberry.field(description="One step by number; null when not kept.")
     async def step(self, info: Info, number: int) -> StepT | None:
-        from openrl_inspect.schema.state.step import Step
-
         rec = await R.model_step(info.context, self.id, number)
-        return Step.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
     @strawberry.field(
         description="Ops accepted but not finished, oldest first: look here for stuck "
@@ -119,25 +115,19 @@ class Model(
     async def open_ops(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[OpT]:
-        from openrl_inspect.schema.state.op import Op
-
         page = await R.open_ops(info.context, self.id, first, after)
-        return Connection.of(page, Op.from_record)
+        return Connection.of(page, shown)
 
     @strawberry.field(description="Workers that served this model, most recently seen first.")
     async def workers(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[WorkerT]:
-        from openrl_inspect.schema.state.worker import Worker
-
         page = await R.model_workers(info.context, self.id, first, after)
-        return Connection.of(page, Worker.from_record)
+        return Connection.of(page, shown)
 
     @strawberry.field(description="Placements recorded in Redis (history), newest first.")
     async def placements(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[PlacementT]:
-        from openrl_inspect.schema.state.placement import Placement
-
         page = await R.placements(info.context, self.id, first, after)
-        return Connection.of(page, Placement.from_record)
+        return Connection.of(page, shown)

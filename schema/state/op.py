@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.common import Info, OpHealth, as_json, span, ts
+from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.records import OpRecord
 from strawberry.scalars import JSON
 
@@ -19,6 +20,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 WorkerT = Annotated["Worker", strawberry.lazy("openrl_inspect.schema.state.worker")]
 
 
+@shows(OpRecord)
 @strawberry.type
 class Op:
     id: strawberry.ID
@@ -74,14 +76,10 @@ class Op:
 
     @strawberry.field
     async def worker(self, info: Info) -> WorkerT | None:
-        from openrl_inspect.schema.state.worker import Worker
-
         rec = await R.worker_of(info.context, self.worker_id)
-        return Worker.from_record(rec) if rec else None
+        return shown(rec) if rec else None
 
     @strawberry.field
     async def model(self, info: Info) -> ModelT | None:
-        from openrl_inspect.schema.state.model import Model
-
         rec = await R.model_of(info.context, self.model_id)
-        return Model.from_record(rec) if rec else None
+        return shown(rec) if rec else None

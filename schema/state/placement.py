@@ -8,9 +8,11 @@ import strawberry
 from openrl_inspect.schema.cluster.links import PlacementClusterFields
 from openrl_inspect.schema.common import span, ts
 from openrl_inspect.schema.metrics.fields import PlacementMetricsFields
+from openrl_inspect.schema.shown import shows
 from openrl_inspect.state.records import PlacementRecord
 
 
+@shows(PlacementRecord)
 @strawberry.type(description="A placement as recorded in Redis (history, not live state).")
 class Placement(PlacementClusterFields, PlacementMetricsFields):
     id: strawberry.ID

@@ -11,6 +11,7 @@ from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
+from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.summary.rollup import SessionSummaryFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import SessionRecord
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 
 
+@shows(SessionRecord)
 @strawberry.type
 class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
     id: strawberry.ID
@@ -53,7 +55,5 @@ class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
     async def models(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[ModelT]:
-        from openrl_inspect.schema.state.model import Model
-
         page = await R.session_models(info.context, self.id, first, after)
-        return Connection.of(page, Model.from_record)
+        return Connection.of(page, shown)

@@ -9,6 +9,7 @@ import strawberry
 from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.common import Info, as_json, span, ts
 from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import StepRecord
 from strawberry.scalars import JSON
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 OpT = Annotated["Op", strawberry.lazy("openrl_inspect.schema.state.op")]
 
 
+@shows(StepRecord)
 @strawberry.type
 class Step:
     model_id: strawberry.ID
@@ -50,7 +52,5 @@ class Step:
     async def ops(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[OpT]:
-        from openrl_inspect.schema.state.op import Op
-
         page = await R.step_ops(info.context, self.model_id, self.number, first, after)
-        return Connection.of(page, Op.from_record)
+        return Connection.of(page, shown)

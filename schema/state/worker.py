@@ -10,6 +10,7 @@ from openrl_inspect.resolvers.state import reads as R
 from openrl_inspect.schema.cluster.links import WorkerClusterFields
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.metrics.fields import WorkerMetricsFields
+from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.records import WorkerRecord
 from strawberry.scalars import JSON
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 
 
+@shows(WorkerRecord)
 @strawberry.type
 class Worker(WorkerClusterFields, WorkerMetricsFields):
     id: strawberry.ID
@@ -61,7 +63,5 @@ class Worker(WorkerClusterFields, WorkerMetricsFields):
 
     @strawberry.field
     async def model(self, info: Info) -> ModelT | None:
-        from openrl_inspect.schema.state.model import Model
-
         rec = await R.model_of(info.context, self.model_id)
-        return Model.from_record(rec) if rec else None
+        return shown(rec) if rec else None

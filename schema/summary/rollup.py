@@ -8,6 +8,7 @@ import strawberry
 from openrl_inspect.resolvers.summary import model as R
 from openrl_inspect.resolvers.summary import rollup as RU
 from openrl_inspect.schema.common import Info
+from openrl_inspect.schema.shown import shown
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 from openrl_inspect.schema.summary.model import Verdict
 
@@ -31,12 +32,10 @@ class ModelBrief:
 
     @classmethod
     def from_record(cls, s: R.ModelSummary, describe: Describe | None) -> ModelBrief:
-        from openrl_inspect.schema.state.model import Model
-
         d = s.diagnosis
         top = d.causes[0] if d.causes else None
         return cls(
-            model=Model.from_record(s.model),
+            model=shown(s.model),
             verdict=Verdict(s.verdict),
             top_cause=None if top is None else Cause.from_record(s.model.id, top, describe),
             causes=len(d.causes) + d.left_off,

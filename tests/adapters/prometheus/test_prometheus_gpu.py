@@ -23,6 +23,7 @@ from openrl_inspect.adapters.prometheus import (
     PrometheusSettings,
     PromGpuMetrics,
     Sample,
+    make_gpu_metrics,
 )
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics
@@ -546,7 +547,7 @@ async def test_implementations_satisfy_the_protocols() -> None:
     from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 
     settings = PrometheusSettings(url="http://127.0.0.1:1")
-    real: gm.GpuMetrics = gm.make_gpu_metrics(settings)
+    real: gm.GpuMetrics = make_gpu_metrics(settings)
     fake: gm.GpuMetrics = InMemoryGpuMetrics()
     http: MetricsSource = HttpMetricsSource(settings)
     memory: MetricsSource = InMemoryMetricsSource()
