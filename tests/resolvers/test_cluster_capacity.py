@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord, PodRecord, Taint
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.resolvers.cluster.counting import (
     CapacityCounts,
     by_product,

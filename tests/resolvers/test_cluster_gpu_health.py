@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_node
+from openrl_inspect.adapters.kubernetes._pods import parse_node
 from openrl_inspect.resolvers.cluster.counting import CapacityCounts, by_product, node_capacity
 from support import kube_health_objects as kh
 from support import kube_objects as ko

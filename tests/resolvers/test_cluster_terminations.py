@@ -6,7 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from openrl_inspect.adapters.kubernetes import PodRecord
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
 from openrl_inspect.resolvers.cluster.terminations import oom_killed, oom_kills, restarts
 from support import kube_health_objects as kh
 from support import kube_objects as ko

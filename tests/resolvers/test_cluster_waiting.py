@@ -15,8 +15,9 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_workload
 from openrl_inspect.resolvers.cluster.waiting import queue_position, waiting_seconds, why_waiting
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord

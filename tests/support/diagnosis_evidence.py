@@ -25,7 +25,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.core.domain import OpStatus
 from openrl_inspect.resolvers.diagnosis import (
     DutyEvidence,

@@ -22,8 +22,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodLogSource,
 )
 from openrl_inspect.adapters.kubernetes._api import create_api_client
-from openrl_inspect.adapters.kubernetes._event_logs import event_row
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
+from openrl_inspect.adapters.kubernetes._events import event_row
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.logs import (
     CloudLoggingSettings,

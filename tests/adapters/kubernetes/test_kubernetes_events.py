@@ -17,7 +17,7 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from openrl_inspect.adapters.kubernetes import EventRecord, EventStore, ObjectRef
 from openrl_inspect.adapters.kubernetes._events import MAX_NOTE_CHARS, parse_event
-from openrl_inspect.adapters.kubernetes._parse import parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.core.errors import InvalidInput
 from support import kube_events as ke

@@ -15,7 +15,8 @@ from openrl_inspect.adapters.kubernetes import (
     TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_slice, parse_taint_rule
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
 from openrl_inspect.adapters.kubernetes._store import GpuIndex
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource

@@ -19,8 +19,8 @@ from openrl_inspect.adapters.kubernetes import ObjectKey, PodLogSettings, PodLog
 from openrl_inspect.adapters.kubernetes import load_pod_log_settings as load_settings
 from openrl_inspect.adapters.kubernetes._api import create_api_client
 from openrl_inspect.adapters.kubernetes._log_lines import parse_line
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
-from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._resources import LOG_READS
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.logs import LogQuery, LogSourceKind, TruncationReason
 from openrl_inspect.adapters.logs._filter import tokenize

@@ -11,15 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openrl_inspect.adapters.kubernetes import DeviceKey, ObjectKey, PodRecord
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
-from openrl_inspect.adapters.kubernetes._parse import (
-    parse_node,
-    parse_pod,
-    parse_quantity,
-    parse_time,
-)
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
+from openrl_inspect.adapters.kubernetes._json import parse_quantity, parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._store import GpuIndex, pod_store
 from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.adapters.kubernetes._workloads import parse_workload
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.core.errors import BackendUnavailable, InvalidInput
 from support import kube_objects as ko
