@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord
-from openrl_inspect.resolvers.cluster import capacity as KC
-from openrl_inspect.resolvers.cluster import counting as C
-from openrl_inspect.resolvers.cluster import holders as KH
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import capacity as cluster_capacity
+from openrl_inspect.resolvers.cluster import counting
+from openrl_inspect.resolvers.cluster import holders as cluster_holders
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.cluster.reads import LivePage
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
@@ -59,7 +59,7 @@ class NodeCapacity:
     tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
 
     @classmethod
-    def from_record(cls, rec: C.NodeCapacity) -> NodeCapacity:
+    def from_record(cls, rec: counting.NodeCapacity) -> NodeCapacity:
         c = rec.counts
         return cls(
             node_name=rec.node,
@@ -75,7 +75,7 @@ class NodeCapacity:
 
     @strawberry.field(description="The node (live).")
     async def node(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self.node_name)
+        rec = await cluster_reads.node_of(info.context, self.node_name)
         return Node.from_record(rec) if rec else None
 
 
@@ -90,7 +90,7 @@ class ProductCapacity:
     tainted: int
 
     @classmethod
-    def from_record(cls, rec: C.ProductCapacity) -> ProductCapacity:
+    def from_record(cls, rec: counting.ProductCapacity) -> ProductCapacity:
         c = rec.counts
         return cls(
             product=rec.product,
@@ -119,7 +119,7 @@ class ClusterCapacity:
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     @classmethod
-    def from_record(cls, rec: C.ClusterCapacity) -> ClusterCapacity:
+    def from_record(cls, rec: counting.ClusterCapacity) -> ClusterCapacity:
         c = rec.total
         return cls(
             nodes=rec.nodes,
@@ -138,7 +138,7 @@ class ClusterCapacity:
     async def by_node(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[NodeCapacity]:
-        page = await KC.capacity_by_node(info.context, first, after)
+        page = await cluster_capacity.capacity_by_node(info.context, first, after)
         return LiveConnection.of(page, NodeCapacity.from_record)
 
 
@@ -169,7 +169,7 @@ class Node(NodeMetricsFields, NodeEventFields):
             conditions=conditions(rec.conditions),
             gpu_capacity=rec.gpu_capacity,
             gpu_allocatable=rec.gpu_allocatable,
-            gpu_product=rec.labels.get(C.PRODUCT_LABEL),
+            gpu_product=rec.labels.get(counting.PRODUCT_LABEL),
             created_at=ts(rec.created),
             source=LIVE,
             _record=rec,
@@ -177,30 +177,32 @@ class Node(NodeMetricsFields, NodeEventFields):
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "nodes")
+        return await cluster_reads.kind_degraded(info.context, "nodes")
 
     @strawberry.field(description="Its GPUs (DRA devices of its ResourceSlices), by device.")
     async def gpus(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Gpu]:
-        page = await K.node_gpus(info.context, self.name, first, after)
+        page = await cluster_reads.node_gpus(info.context, self.name, first, after)
         return await gpu_connection(info, page)
 
     @strawberry.field(description="Pods bound to it, by namespace and name.")
     async def pods(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Pod]:
-        page = await K.node_pods(info.context, self.name, first, after)
+        page = await cluster_reads.node_pods(info.context, self.name, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description="Its GPUs counted: total, held, free, unhealthy, tainted.")
     async def capacity(self, info: Info) -> NodeCapacity:
-        return NodeCapacity.from_record(await KC.node_capacity(info.context, self._record))
+        return NodeCapacity.from_record(
+            await cluster_capacity.node_capacity(info.context, self._record)
+        )
 
 
 @strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
 class GpuHolder:
-    _holder: strawberry.Private[KH.Holder]
+    _holder: strawberry.Private[cluster_holders.Holder]
 
     @strawberry.field
     def claim(self) -> ResourceClaim:
@@ -226,7 +228,7 @@ class GpuHolder:
     async def model(self, info: Info) -> ModelT | None:
         from openrl_inspect.schema.state.model import Model
 
-        rec = await KH.holder_model(info.context, self._holder)
+        rec = await cluster_holders.holder_model(info.context, self._holder)
         return Model.from_record(rec) if rec else None
 
 
@@ -260,10 +262,10 @@ class Gpu(GpuMetricsFields):
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[GpuDevice]
-    _held: strawberry.Private[KH.GpuHeld]
+    _held: strawberry.Private[cluster_holders.GpuHeld]
 
     @classmethod
-    def from_record(cls, rec: GpuDevice, held: KH.GpuHeld) -> Gpu:
+    def from_record(cls, rec: GpuDevice, held: cluster_holders.GpuHeld) -> Gpu:
         """``held``: from ``gpu_objects``, which reads who holds a whole list of GPUs."""
         return cls(
             uuid=rec.uuid,
@@ -290,13 +292,13 @@ class Gpu(GpuMetricsFields):
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
         # Its taints come from the DeviceTaintRules' cache as well as the slices'.
-        return await K.kind_degraded(info.context, "resourceslices") or await K.kind_degraded(
-            info.context, "devicetaintrules"
-        )
+        return await cluster_reads.kind_degraded(
+            info.context, "resourceslices"
+        ) or await cluster_reads.kind_degraded(info.context, "devicetaintrules")
 
     @strawberry.field(description="The node it is on (live).")
     async def node(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self._record.node_name)
+        rec = await cluster_reads.node_of(info.context, self._record.node_name)
         return Node.from_record(rec) if rec else None
 
     # Not async: read with the GPU's list (``gpu_objects``). An async field costs
@@ -315,7 +317,7 @@ class Gpu(GpuMetricsFields):
 
 async def gpu_objects(info: Info, records: Sequence[GpuDevice]) -> list[Gpu]:
     """GPUs with who holds them, read for the whole list at once (``gpus_held``)."""
-    held = await KH.gpus_held(info.context, records)
+    held = await cluster_holders.gpus_held(info.context, records)
     return [Gpu.from_record(rec, h) for rec, h in zip(records, held, strict=True)]
 
 

@@ -20,8 +20,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
     SchedulingFailure,
 )
-from openrl_inspect.resolvers.cluster import reads as K
-from openrl_inspect.resolvers.cluster import terminations as T
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
+from openrl_inspect.resolvers.cluster import terminations
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -109,8 +109,8 @@ class Pod(PodLogFields, PodEventFields):
             deleting=rec.deleting,
             conditions=conditions(rec.conditions),
             containers=[Container.from_record(c) for c in rec.containers],
-            restarts=T.restarts(rec),
-            oom_killed=T.oom_killed(rec),
+            restarts=terminations.restarts(rec),
+            oom_killed=terminations.oom_killed(rec),
             scheduling_failure=(
                 PodSchedulingFailure.from_record(rec.scheduling_failure)
                 if rec.scheduling_failure
@@ -123,31 +123,31 @@ class Pod(PodLogFields, PodEventFields):
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "pods")
+        return await cluster_reads.kind_degraded(info.context, "pods")
 
     @strawberry.field(description="The node it runs on (live).")
     async def node(self, info: Info) -> NodeT | None:
         from openrl_inspect.schema.cluster.node import Node
 
-        rec = await K.node_of(info.context, self._record.node_name)
+        rec = await cluster_reads.node_of(info.context, self._record.node_name)
         return Node.from_record(rec) if rec else None
 
     @strawberry.field(description="The model its label names, from Redis.")
     async def model(self, info: Info) -> ModelT | None:
         from openrl_inspect.schema.state.model import Model
 
-        rec = await K.model_by_label(info.context, self._record.model_id)
+        rec = await cluster_reads.model_by_label(info.context, self._record.model_id)
         return Model.from_record(rec) if rec else None
 
     @strawberry.field(description="GPUs allocated to its ResourceClaims (live).")
     async def gpus(self, info: Info) -> list[GpuT]:
         from openrl_inspect.schema.cluster.node import gpu_objects
 
-        return await gpu_objects(info, await K.pod_gpus(info.context, self._record))
+        return await gpu_objects(info, await cluster_reads.pod_gpus(info.context, self._record))
 
     @strawberry.field(description="Its DRA ResourceClaims: reserved for it or named by it.")
     async def claims(self, info: Info) -> list[ResourceClaim]:
-        claims = await K.pod_claims(info.context, self._record)
+        claims = await cluster_reads.pod_claims(info.context, self._record)
         return [ResourceClaim.from_record(c) for c in claims]
 
 
@@ -187,7 +187,7 @@ class ClaimDevice:
     async def gpu(self, info: Info) -> GpuT | None:
         from openrl_inspect.schema.cluster.node import gpu_objects
 
-        rec = await K.device_gpu(info.context, self._record.key)
+        rec = await cluster_reads.device_gpu(info.context, self._record.key)
         return (await gpu_objects(info, [rec]))[0] if rec else None
 
 
@@ -232,4 +232,4 @@ class ResourceClaim:
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "resourceclaims")
+        return await cluster_reads.kind_degraded(info.context, "resourceclaims")

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
@@ -102,14 +102,14 @@ class Model(
     ) -> Connection[StepT]:
         from openrl_inspect.schema.state.step import Step
 
-        page = await R.model_steps(info.context, self.id, first, after)
+        page = await state_reads.model_steps(info.context, self.id, first, after)
         return Connection.of(page, Step.from_record)
 
     @strawberry.field(description="One step by number; null when not kept.")
     async def step(self, info: Info, number: int) -> StepT | None:
         from openrl_inspect.schema.state.step import Step
 
-        rec = await R.model_step(info.context, self.id, number)
+        rec = await state_reads.model_step(info.context, self.id, number)
         return Step.from_record(rec) if rec else None
 
     @strawberry.field(
@@ -121,7 +121,7 @@ class Model(
     ) -> Connection[OpT]:
         from openrl_inspect.schema.state.op import Op
 
-        page = await R.open_ops(info.context, self.id, first, after)
+        page = await state_reads.open_ops(info.context, self.id, first, after)
         return Connection.of(page, Op.from_record)
 
     @strawberry.field(description="Workers that served this model, most recently seen first.")
@@ -130,7 +130,7 @@ class Model(
     ) -> Connection[WorkerT]:
         from openrl_inspect.schema.state.worker import Worker
 
-        page = await R.model_workers(info.context, self.id, first, after)
+        page = await state_reads.model_workers(info.context, self.id, first, after)
         return Connection.of(page, Worker.from_record)
 
     @strawberry.field(description="Placements recorded in Redis (history), newest first.")
@@ -139,5 +139,5 @@ class Model(
     ) -> Connection[PlacementT]:
         from openrl_inspect.schema.state.placement import Placement
 
-        page = await R.placements(info.context, self.id, first, after)
+        page = await state_reads.placements(info.context, self.id, first, after)
         return Connection.of(page, Placement.from_record)

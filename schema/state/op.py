@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, OpHealth, as_json, span, ts
 from openrl_inspect.state.records import OpRecord
 from strawberry.scalars import JSON
@@ -70,18 +70,18 @@ class Op:
         "live worker) or LOST (its worker stopped heartbeating before it finished)."
     )
     async def health(self, info: Info) -> OpHealth:
-        return OpHealth(await R.op_health(info.context, self._record))
+        return OpHealth(await state_reads.op_health(info.context, self._record))
 
     @strawberry.field
     async def worker(self, info: Info) -> WorkerT | None:
         from openrl_inspect.schema.state.worker import Worker
 
-        rec = await R.worker_of(info.context, self.worker_id)
+        rec = await state_reads.worker_of(info.context, self.worker_id)
         return Worker.from_record(rec) if rec else None
 
     @strawberry.field
     async def model(self, info: Info) -> ModelT | None:
         from openrl_inspect.schema.state.model import Model
 
-        rec = await R.model_of(info.context, self.model_id)
+        rec = await state_reads.model_of(info.context, self.model_id)
         return Model.from_record(rec) if rec else None
