@@ -49,15 +49,15 @@ from openrl_inspect.adapters.kubernetes import KubernetesCacheSource, open_kuber
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.recorder import AsyncRecorder
-from openrl_inspect.resolvers.cluster import capacity as KC
-from openrl_inspect.resolvers.cluster import holders as KH
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import capacity as cluster_capacity
+from openrl_inspect.resolvers.cluster import holders as cluster_holders
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.schema.cluster.gpu import Gpu
 from openrl_inspect.schema.cluster.node import ClusterCapacity, Node, NodeCapacity
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.state.model import Model
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube
 from support.harness import app_client
 from support.kube_harness import kube_settings
@@ -74,7 +74,7 @@ GPU_PODS, CPU_PODS, MODELS_PER_NODE = 3, 2, 2
 
 
 def claim(pod: str, node: str, index: int) -> dict[str, Any]:
-    obj = ko.allocated_claim(node, count=1)
+    obj = kube_objects.allocated_claim(node, count=1)
     obj["metadata"]["name"] = f"{pod}-gpus"
     obj["metadata"]["uid"] = f"uid-claim-{pod}"
     obj["metadata"]["ownerReferences"][0].update(name=pod, uid=f"uid-pod-{pod}")
@@ -84,7 +84,7 @@ def claim(pod: str, node: str, index: int) -> dict[str, Any]:
 
 
 def workload(model_id: str) -> dict[str, Any]:
-    obj = ko.admitted_workload()
+    obj = kube_objects.admitted_workload()
     obj["metadata"].update(name=f"job-{model_id}", uid=f"uid-wl-{model_id}")
     obj["metadata"]["labels"]["openrl.ai/model-id"] = model_id
     return obj
@@ -96,21 +96,27 @@ def cluster(nodes: int) -> tuple[list[dict[str, Any]], list[str]]:
     for n in range(nodes):
         name = f"gpu-node-{n:04d}"
         h200 = n % 4 == 3
-        product = ko.H200 if h200 else ko.H100
-        objects.append(ko.node(name, product=product))
-        objects.append(ko.resource_slice(name, product=product, memory="141Gi" if h200 else "80Gi"))
+        product = kube_objects.H200 if h200 else kube_objects.H100
+        objects.append(kube_objects.node(name, product=product))
+        objects.append(
+            kube_objects.resource_slice(name, product=product, memory="141Gi" if h200 else "80Gi")
+        )
         for k in range(MODELS_PER_NODE):
             mid = f"model-{n:04d}-{k}"
             models.append(mid)
             objects.append(workload(mid))
             for w in range(GPU_PODS):
                 pod = f"{mid}-worker-{w}"
-                objects.append(ko.pod(pod, model_id=mid, node_name=name, claim_name=f"{pod}-gpus"))
+                objects.append(
+                    kube_objects.pod(pod, model_id=mid, node_name=name, claim_name=f"{pod}-gpus")
+                )
                 objects.append(claim(pod, name, k * GPU_PODS + w))
             for c in range(CPU_PODS):
                 pod = f"{mid}-cpu-{c}"
                 objects.append(
-                    ko.pod(pod, model_id=mid, role="reward", node_name=name, claim_template=None)
+                    kube_objects.pod(
+                        pod, model_id=mid, role="reward", node_name=name, claim_template=None
+                    )
                 )
     return objects, models
 
@@ -154,19 +160,19 @@ async def our_code(backends: Backends, limits: Settings, page: int) -> dict[str,
         phases[phase] = phases.get(phase, 0.0) + now - t
         t = now
 
-    ClusterCapacity.from_record(await KC.cluster_capacity(ctx))
+    ClusterCapacity.from_record(await cluster_capacity.cluster_capacity(ctx))
     done("cluster capacity")
-    node_page = await K.nodes(ctx, page, None)
+    node_page = await cluster_reads.nodes(ctx, page, None)
     records = [rec for _, rec in node_page.items]
     nodes = [Node.from_record(rec) for rec in records]
     done("schema objects")
-    caps = await asyncio.gather(*(KC.node_capacity(ctx, rec) for rec in records))
+    caps = await asyncio.gather(*(cluster_capacity.node_capacity(ctx, rec) for rec in records))
     [NodeCapacity.from_record(c) for c in caps]
     done("node capacity")
-    pages = await asyncio.gather(*(K.node_gpus(ctx, n.name, 8, None) for n in nodes))
+    pages = await asyncio.gather(*(cluster_reads.node_gpus(ctx, n.name, 8, None) for n in nodes))
     # As the schema does it: held and holders for each page of GPUs at once.
     per_page = [[rec for _, rec in p.items] for p in pages]
-    held = await asyncio.gather(*(KH.gpus_held(ctx, recs) for recs in per_page))
+    held = await asyncio.gather(*(cluster_holders.gpus_held(ctx, recs) for recs in per_page))
     holders = [h for hs in held for one in hs for h in one.holders]
     done("GPU pages, held, holders and their pods")
     for recs, hs in zip(per_page, held, strict=True):
@@ -174,7 +180,7 @@ async def our_code(backends: Backends, limits: Settings, page: int) -> dict[str,
     done("schema objects")
     [Pod.from_record(h.pod_record) for h in holders if h.pod_record is not None]
     done("schema objects")
-    models = await asyncio.gather(*(KH.holder_model(ctx, h) for h in holders))
+    models = await asyncio.gather(*(cluster_holders.holder_model(ctx, h) for h in holders))
     done("holders' models")
     [Model.from_record(m) for m in models if m is not None]
     done("schema objects")

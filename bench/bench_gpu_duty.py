@@ -23,8 +23,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import openrl_inspect.adapters.prometheus._gpu as gm
-from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics
+from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics, _gpu
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from support.prometheus_server import (
     OpenMetrics,
@@ -56,8 +55,8 @@ def build(gpus: int, t0: float) -> tuple[OpenMetrics, list[GpuKey]]:
             "modelName": "NVIDIA H100 80GB HBM3",
             "device": f"nvidia{key.index}",
         }
-        om.add(gm.GR_ENGINE_ACTIVE, labels, [(t, true_duty(i)) for t in times])
-        om.add(gm.GPU_UTIL, labels, [(t, 100 * true_duty(i)) for t in times])
+        om.add(_gpu.GR_ENGINE_ACTIVE, labels, [(t, true_duty(i)) for t in times])
+        om.add(_gpu.GPU_UTIL, labels, [(t, 100 * true_duty(i)) for t in times])
     return om, keys
 
 
@@ -89,7 +88,7 @@ async def run(
                 for i, d in enumerate(found)
                 if d is None
                 or abs(d.value - true_duty(i)) > 1e-9
-                or d.metric != gm.GR_ENGINE_ACTIVE
+                or d.metric != _gpu.GR_ENGINE_ACTIVE
             ]
             if bad:
                 raise SystemExit(f"wrong duty for {len(bad)} GPUs, e.g. #{bad[0]}")
@@ -102,7 +101,7 @@ async def run(
 
 
 async def no_matcher(url: str, at: float, runs: int) -> float:
-    m = gm.GR_ENGINE_ACTIVE
+    m = _gpu.GR_ENGINE_ACTIVE
     query = (
         f"sum by (UUID) (sum_over_time({m}[{WINDOW:.0f}s]))"
         f" / sum by (UUID) (count_over_time({m}[{WINDOW:.0f}s]))"

@@ -20,7 +20,7 @@ import asyncio
 import gc
 import importlib
 import json
-import multiprocessing as mp
+import multiprocessing
 import platform
 import subprocess
 import sys
@@ -58,7 +58,7 @@ def serve(nodes: int, conn: Connection) -> None:
 
 
 async def measure(nodes: int) -> dict[str, object]:
-    ctx = mp.get_context("spawn")
+    ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     server = ctx.Process(target=serve, args=(nodes, theirs), daemon=True)
     server.start()

@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from openrl_inspect.adapters import prometheus as gm
+from openrl_inspect.adapters import prometheus
 from openrl_inspect.adapters.prometheus import (
     QueryResult,
     Sample,
@@ -98,7 +98,7 @@ __all__ = [
 KEPT = int(HISTORY_S // SCRAPE_S)
 VLLM_KEPT = 40  # ten minutes of vLLM snapshots per pod
 IDLE_W, MAX_W = 70.0, 700.0
-LOOKBACK_S = gm.LOOKBACK_S
+LOOKBACK_S = prometheus.LOOKBACK_S
 
 
 # ---------------------------------------------------------------- the demo's metrics
@@ -139,10 +139,12 @@ class DemoMetrics:
             duty = b.duty(uuid, t)
             labels = gpu_labels(gpu)
             power = round(IDLE_W + (MAX_W - IDLE_W) * duty, 1)
-            self._append(gm.GR_ENGINE_ACTIVE, labels, t, round(duty, 4), twin)
-            self._append(gm.GPU_UTIL, labels, t, float(round(100 * b.busy_fraction())), twin)
-            self._append(gm.FB_USED, labels, t, b.fb_mib, twin)
-            self._append(gm.POWER_USAGE, labels, t, power, twin)
+            self._append(prometheus.GR_ENGINE_ACTIVE, labels, t, round(duty, 4), twin)
+            self._append(
+                prometheus.GPU_UTIL, labels, t, float(round(100 * b.busy_fraction())), twin
+            )
+            self._append(prometheus.FB_USED, labels, t, b.fb_mib, twin)
+            self._append(prometheus.POWER_USAGE, labels, t, power, twin)
         for key, b in buckets.items():
             if key.startswith("pod:"):
                 stats = vllm_stats(b)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from openrl_inspect.core.domain import ModelState, OpStatus, SessionState
 from openrl_inspect.core.errors import DecodeError
-from openrl_inspect.state import decode as d
+from openrl_inspect.state import decode
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.keys import MODEL_STATES
 
@@ -70,15 +70,15 @@ class SessionRecord:
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> SessionRecord:
-        ident = d.text(h, "id")
+        ident = decode.text(h, "id")
         return cls(
             id=ident,
-            owner=d.text(h, "owner"),
+            owner=decode.text(h, "owner"),
             client=JsonField("session", ident, "client", h.get("client")),
-            created_at=d.time(h, "created_at"),
-            last_activity_at=d.time(h, "last_activity_at"),
-            state=d.choice(h, "state", _SESSION_STATES, SessionState.LIVE),
-            closed_at=d.time(h, "closed_at"),
+            created_at=decode.time(h, "created_at"),
+            last_activity_at=decode.time(h, "last_activity_at"),
+            state=decode.choice(h, "state", _SESSION_STATES, SessionState.LIVE),
+            closed_at=decode.time(h, "closed_at"),
         )
 
 
@@ -104,25 +104,25 @@ class ModelRecord:
     ) -> ModelRecord:
         transitions: dict[str, float] = {}
         for state in MODEL_STATES:
-            at = d.time(h, f"{state}_at")
+            at = decode.time(h, f"{state}_at")
             if at is not None:
                 transitions[state] = at
-        ident = d.text(h, "id")
+        ident = decode.text(h, "id")
         # Checked one below Int's top too: the step count (latest + 1) must fit.
-        latest = None if latest_step is None else d.counter(latest_step + 1, "step count") - 1
+        latest = None if latest_step is None else decode.counter(latest_step + 1, "step count") - 1
         if latest is not None and latest < 0:
             raise DecodeError("latest step is negative")
         return cls(
             id=ident,
-            session_id=d.text(h, "session_id"),
-            base_model=d.text(h, "base_model"),
+            session_id=decode.text(h, "session_id"),
+            base_model=decode.text(h, "base_model"),
             lora=JsonField("model", ident, "lora", h.get("lora")),
             settings=JsonField("model", ident, "settings", h.get("settings")),
-            state=d.choice(h, "state", MODEL_STATES, ModelState.WAITING),
-            state_at=d.time(h, "state_at"),
-            created_at=d.time(h, "created_at"),
+            state=decode.choice(h, "state", MODEL_STATES, ModelState.WAITING),
+            state_at=decode.time(h, "state_at"),
+            created_at=decode.time(h, "created_at"),
             transitions=transitions,
-            failure_reason=d.text(h, "failure_reason") or None,
+            failure_reason=decode.text(h, "failure_reason") or None,
             latest_step=latest,
             kept_steps=kept_steps,
         )
@@ -141,9 +141,9 @@ class StepRecord:
     def from_hash(cls, model_id: str, n: int, h: Mapping[str, str], op_count: int) -> StepRecord:
         return cls(
             model_id=model_id,
-            step=d.counter(n, "step number"),
-            started_at=d.time(h, "started_at"),
-            finished_at=d.time(h, "finished_at"),
+            step=decode.counter(n, "step number"),
+            started_at=decode.time(h, "started_at"),
+            finished_at=decode.time(h, "finished_at"),
             metrics=JsonField("step", f"{model_id}/{n}", "metrics", h.get("metrics")),
             op_count=op_count,
         )
@@ -166,20 +166,20 @@ class OpRecord:
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> OpRecord:
-        ident = d.text(h, "id")
+        ident = decode.text(h, "id")
         return cls(
             id=ident,
-            model_id=d.text(h, "model_id"),
-            kind=d.text(h, "kind"),
-            step=d.integer(h, "step"),
-            status=d.choice(h, "status", _OP_STATUSES, OpStatus.ACCEPTED),
-            accepted_at=d.time(h, "accepted_at"),
-            enqueued_at=d.time(h, "enqueued_at"),
-            started_at=d.time(h, "started_at"),
-            finished_at=d.time(h, "finished_at"),
-            worker_id=d.text(h, "worker_id") or None,
+            model_id=decode.text(h, "model_id"),
+            kind=decode.text(h, "kind"),
+            step=decode.integer(h, "step"),
+            status=decode.choice(h, "status", _OP_STATUSES, OpStatus.ACCEPTED),
+            accepted_at=decode.time(h, "accepted_at"),
+            enqueued_at=decode.time(h, "enqueued_at"),
+            started_at=decode.time(h, "started_at"),
+            finished_at=decode.time(h, "finished_at"),
+            worker_id=decode.text(h, "worker_id") or None,
             metrics=JsonField("op", ident, "metrics", h.get("metrics")),
-            error=d.text(h, "error") or None,
+            error=decode.text(h, "error") or None,
         )
 
 
@@ -197,16 +197,16 @@ class WorkerRecord:
 
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> WorkerRecord:
-        ident = d.text(h, "id")
+        ident = decode.text(h, "id")
         return cls(
             id=ident,
-            role=d.text(h, "role"),
-            pod=d.text(h, "pod"),
-            node=d.text(h, "node"),
-            model_id=d.text(h, "model_id") or None,
-            gpu_ids=d.strings(h, "gpu_ids"),
-            started_at=d.time(h, "started_at"),
-            last_heartbeat_at=d.time(h, "last_heartbeat_at"),
+            role=decode.text(h, "role"),
+            pod=decode.text(h, "pod"),
+            node=decode.text(h, "node"),
+            model_id=decode.text(h, "model_id") or None,
+            gpu_ids=decode.strings(h, "gpu_ids"),
+            started_at=decode.time(h, "started_at"),
+            last_heartbeat_at=decode.time(h, "last_heartbeat_at"),
             payload=JsonField("worker", ident, "payload", h.get("payload")),
         )
 
@@ -226,15 +226,15 @@ class PlacementRecord:
     @classmethod
     def from_hash(cls, h: Mapping[str, str]) -> PlacementRecord:
         return cls(
-            id=d.text(h, "id"),
-            model_id=d.text(h, "model_id"),
-            workload=d.text(h, "workload"),
-            namespace=d.text(h, "namespace"),
-            pods=d.strings(h, "pods"),
-            node=d.text(h, "node"),
-            gpu_ids=d.strings(h, "gpu_ids"),
-            admitted_at=d.time(h, "admitted_at"),
-            released_at=d.time(h, "released_at"),
+            id=decode.text(h, "id"),
+            model_id=decode.text(h, "model_id"),
+            workload=decode.text(h, "workload"),
+            namespace=decode.text(h, "namespace"),
+            pods=decode.strings(h, "pods"),
+            node=decode.text(h, "node"),
+            gpu_ids=decode.strings(h, "gpu_ids"),
+            admitted_at=decode.time(h, "admitted_at"),
+            released_at=decode.time(h, "released_at"),
         )
 
 
@@ -254,7 +254,7 @@ def _count(entry: Mapping[str, Any], name: str) -> int | None:
     comparisons."""
     value = entry.get(name)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value) if 0 <= value <= d.MAX_INT else None
+        return int(value) if 0 <= value <= decode.MAX_INT else None
     return None
 
 
@@ -262,7 +262,7 @@ def _label(entry: Mapping[str, Any], name: str) -> str | None:
     value = entry.get(name)
     if not isinstance(value, str):
         return None
-    return value if len(value) <= d.MAX_TEXT_CHARS else d.text({name: value}, name)
+    return value if len(value) <= decode.MAX_TEXT_CHARS else decode.text({name: value}, name)
 
 
 _BIG = 2**1000  # any int past this is past every float
@@ -295,7 +295,7 @@ class SamplerBatchRecord:
         if at is None:
             raise DecodeError("sampler batch: field t (its time) is missing or not a number")
         if not _SURE_TIMES[0] <= at <= _SURE_TIMES[1]:
-            at = d.time({"t": repr(at)}, "t") or at  # raises when no datetime holds it
+            at = decode.time({"t": repr(at)}, "t") or at  # raises when no datetime holds it
 
         latency = _number(entry, "latency_s")
         return cls(

@@ -15,30 +15,31 @@ answered while its kind was not synced is visible only through ``status()``.
 
 Private modules, one concept each::
 
-    _records           records, keys, Listing, status types
-    _dra_records       GPU devices, their taints, DeviceTaintRules, ResourceClaims
-    _event_records     Events and the objects they regard
-    _events            JSON -> Event records (events.k8s.io/v1, deprecated fields folded)
+    _records           records of pods, nodes, workloads and jobs; keys, Listing, statuses
+    _json              reading the API server's JSON: tolerant accessors, shared fields
+    _pods              JSON -> pod and node records
+    _workloads         JSON -> Kueue Workload, Job and JobSet records
+    _dra               GPU devices, their taints, DeviceTaintRules, ResourceClaims: the
+                       records and the parsers (resource.k8s.io v1, v1beta2, v1beta1)
+    _events            Events and the objects they regard: the record, the parser
+                       (events.k8s.io/v1, deprecated fields folded), the exported log entry
     _event_store       the Events store: bounded in count and age, by regarded object
-    _resources         the watched resources and the verbs used (RBAC)
-    _parse             JSON -> pod and node records; the JSON helpers
-    _parse_kueue       JSON -> Kueue Workload, Job and JobSet records
-    _dra               JSON -> ResourceSlice / ResourceClaim / DeviceTaintRule records
+    _resources         the watched resources and every verb used (RBAC)
     _store             keyed stores with indexes; newest-generation GPU index with rules
     _capacity          GPU capacity counting: held, free, unhealthy, tainted
     _gpu_views         per-node GPUs with holders and capacity, kept up to date per event
+    _links             the stores that link kinds to each other, updated together
     _view              the queries over stores
     _queries           KubernetesSource: the reads shared by the real source and the twin
     _api               the official client: paged LIST, WATCH, errors, request counts
     _informer          list, watch, 410 relist, resync, backoff
     _source            the real source: cache reads, degraded direct reads
     _pod_logs          pods' logs through the API (the Cloud Logging fallback)
-    _event_logs        cached Events as log entries, for the pod-logs fallback
     _pod_log_settings  PodLogSettings (OPENRL_INSPECT_POD_LOGS_*), the PodLogReader protocol
     _log_lines         one log line -> severity, message, payload (JSON, level words, klog)
     _settings          KubernetesSettings (OPENRL_INSPECT_KUBERNETES_*)
-    _lease_records     Leases for leader election: the record, LeaseStore, the wire format
-    _lease             the Lease client over CoordinationV1Api
+    _lease             Leases for leader election: the record, LeaseStore, the wire format,
+                       and the client over CoordinationV1Api
 
 The SDK is imported when a source opens, and the source's modules when first named.
 """
@@ -60,7 +61,7 @@ from openrl_inspect.adapters.kubernetes._capacity import (
     node_capacity,
     node_condition,
 )
-from openrl_inspect.adapters.kubernetes._dra_records import (
+from openrl_inspect.adapters.kubernetes._dra import (
     BLOCKING_TAINT_EFFECTS,
     AllocatedDevice,
     ClaimConsumer,
@@ -71,19 +72,13 @@ from openrl_inspect.adapters.kubernetes._dra_records import (
     SliceRecord,
     TaintRuleRecord,
 )
-from openrl_inspect.adapters.kubernetes._event_records import EventRecord, ObjectRef
 from openrl_inspect.adapters.kubernetes._event_store import (
     EventStore,
     Regarding,
     newest_event_first,
 )
+from openrl_inspect.adapters.kubernetes._events import EventRecord, ObjectRef
 from openrl_inspect.adapters.kubernetes._gpu_views import GpuSnapshot, NodeGpus
-from openrl_inspect.adapters.kubernetes._lease_records import (
-    LEASE_VERBS,
-    LeaseConflict,
-    LeaseRecord,
-    LeaseStore,
-)
 from openrl_inspect.adapters.kubernetes._pod_log_settings import (
     PodLogReader,
     PodLogSettings,
@@ -121,6 +116,8 @@ from openrl_inspect.adapters.kubernetes._records import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._resources import (
+    LEASE_VERBS,
+    LOG_READS,
     READ_VERBS,
     WATCHED_RESOURCES,
     WatchedResource,
@@ -128,8 +125,14 @@ from openrl_inspect.adapters.kubernetes._resources import (
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings, load_settings
 
 if TYPE_CHECKING:
-    from openrl_inspect.adapters.kubernetes._lease import KubeLeases, open_leases
-    from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS, PodLogSource
+    from openrl_inspect.adapters.kubernetes._lease import (
+        KubeLeases,
+        LeaseConflict,
+        LeaseRecord,
+        LeaseStore,
+        open_leases,
+    )
+    from openrl_inspect.adapters.kubernetes._pod_logs import PodLogSource
     from openrl_inspect.adapters.kubernetes._source import KubernetesCacheSource, open_kubernetes
 
 __all__ = [
@@ -210,13 +213,16 @@ __all__ = [
     "open_leases",
 ]
 
-# The real source and the pod-log reader bring asyncio, the client and the informer;
-# the records above are all most importers need, so these load on first use (PEP 562).
+# The real source, the pod-log reader and the Lease client bring asyncio and the client
+# module (not the SDK, which loads when a client opens); the records above are all most
+# importers need, so these load on first use (PEP 562).
 _ON_FIRST_USE = {
     "KubernetesCacheSource": "_source",
     "open_kubernetes": "_source",
-    "LOG_READS": "_pod_logs",
     "KubeLeases": "_lease",
+    "LeaseConflict": "_lease",
+    "LeaseRecord": "_lease",
+    "LeaseStore": "_lease",
     "open_leases": "_lease",
     "PodLogSource": "_pod_logs",
 }

@@ -18,7 +18,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from openrl_inspect.adapters.kubernetes._event_records import EventRecord
+from openrl_inspect.adapters.kubernetes._events import EventRecord
 from openrl_inspect.adapters.kubernetes._records import ObjectKey
 from openrl_inspect.adapters.kubernetes._store import Store
 

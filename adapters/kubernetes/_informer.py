@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from openrl_inspect.adapters.kubernetes._api import KubeApi, NotServed, ResourceExpired
-from openrl_inspect.adapters.kubernetes._parse import object_key, resource_version
+from openrl_inspect.adapters.kubernetes._json import object_key, resource_version
 from openrl_inspect.adapters.kubernetes._records import KindStatus
 from openrl_inspect.adapters.kubernetes._resources import BACKEND, WatchedResource
 from openrl_inspect.adapters.kubernetes._store import Keyed, Store

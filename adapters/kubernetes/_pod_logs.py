@@ -21,7 +21,7 @@ pod and role, or the pods given. Which containers: every app container of each p
 
 How a line's severity and message are read is ``_log_lines``; the reader's settings and
 the ``PodLogReader`` protocol are ``_pod_log_settings``. A query naming event objects
-also gets their Events, from the events cache (``_event_logs``).
+also gets their Events, from the events cache, as the log entries of ``_events``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from openrl_inspect.adapters.kubernetes._api import (
     kclient,
     translate,
 )
-from openrl_inspect.adapters.kubernetes._event_logs import event_rows
+from openrl_inspect.adapters.kubernetes._events import event_row
 from openrl_inspect.adapters.kubernetes._log_lines import parse_line
 from openrl_inspect.adapters.kubernetes._pod_log_settings import PodLogReader, PodLogSettings
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource
@@ -71,11 +71,7 @@ from openrl_inspect.core.errors import (
     NotFound,
 )
 
-__all__ = ["LOG_READS", "PodLogSource"]
-
-#: What this reader asks of the API server beyond the watch cache:
-#: (API group, resource, verbs). ``deploy/base/inspector/rbac.yaml`` must grant it.
-LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("get",)),)
+__all__ = ["PodLogSource"]
 
 # The API server "may return slightly more" than limitBytes: read at most this past it.
 _READ_SLACK_BYTES = 64 * 1024
@@ -94,6 +90,17 @@ class _Read:
     entries: list[dict[str, Any]]
     # Lines inside the window were left out by the tail or byte cap.
     short: bool
+
+
+async def _event_rows(
+    kube: KubernetesSource, query: LogQuery, per_object: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """The entries of the query's objects' events, and whether a cap left some out."""
+    if not query.event_objects:
+        return [], False
+    listings = await kube.events_for(query.event_objects, limit=per_object)
+    rows = [row for listing in listings for e in listing.items if (row := event_row(e))]
+    return rows, any(listing.truncated for listing in listings)
 
 
 class PodLogSource:
@@ -178,7 +185,7 @@ class PodLogSource:
                     raise read  # a half answer is never passed off as whole
                 rows.extend(read.entries)
                 short = short or read.short
-        events, events_cut = await event_rows(self._kube, query, self.bounds.max_entries)
+        events, events_cut = await _event_rows(self._kube, query, self.bounds.max_entries)
         rows.extend(events)
         short = short or events_cut
         twin = InMemoryLogSource(self.bounds, capacity=max(1, len(rows)))

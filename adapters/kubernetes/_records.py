@@ -1,7 +1,7 @@
 """Plain frozen records the Kubernetes adapter hands out (never SDK objects).
 
 Times are POSIX seconds (``float``); quantities the inspector counts (GPUs, bytes) are
-``int``. Parsers from the API server's JSON live in ``kubernetes_parse``.
+``int``. Parsers from the API server's JSON live in ``_pods`` and ``_workloads``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""What the adapter reads from the API server: each watched resource and the verbs used.
+"""What the adapter asks of the API server: each watched resource and every verb used.
 
-Kept apart from the client so that the RBAC tests (``deploy/base/*/rbac.yaml``) and the
-records can name the resources without importing the Kubernetes SDK.
+Kept apart from the clients so that the RBAC tests (``deploy/base/*/rbac.yaml``) and the
+records can name the resources without importing the Kubernetes SDK or the clients.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ DRA_GROUP = "resource.k8s.io"
 BATCH_GROUP = "batch"
 JOBSET_GROUP = "jobset.x-k8s.io"
 EVENTS_GROUP = "events.k8s.io"
+COORDINATION_GROUP = "coordination.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +57,11 @@ WATCHED_RESOURCES: tuple[WatchedResource, ...] = (
     EVENTS,
 )
 READ_VERBS = ("get", "list", "watch")
+
+#: What the pod-log reader asks beyond the watch cache: (API group, resource, verbs).
+#: ``deploy/base/inspector/rbac.yaml`` must grant it.
+LOG_READS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "pods/log", ("get",)),)
+#: What the tracker's leader election asks: (API group, resource, verbs).
+LEASE_VERBS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (COORDINATION_GROUP, "leases", ("get", "create", "update")),
+)

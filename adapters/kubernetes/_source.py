@@ -25,8 +25,7 @@ from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, pa
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._events import parse_event
 from openrl_inspect.adapters.kubernetes._informer import Informer
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
 from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
 from openrl_inspect.adapters.kubernetes._resources import (
@@ -55,6 +54,7 @@ from openrl_inspect.adapters.kubernetes._store import (
     workload_store,
 )
 from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
 
 # kind -> (ClusterView field, empty store factory)
 _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {

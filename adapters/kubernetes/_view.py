@@ -12,12 +12,12 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra_records import (
+from openrl_inspect.adapters.kubernetes._dra import (
     ClaimRecord,
     GpuDevice,
 )
-from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import Regarding
+from openrl_inspect.adapters.kubernetes._events import EventRecord
 from openrl_inspect.adapters.kubernetes._gpu_views import GpuSnapshot, GpuViews
 from openrl_inspect.adapters.kubernetes._links import Linked, LinkedStores
 from openrl_inspect.adapters.kubernetes._records import (

@@ -18,19 +18,19 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
-from openrl_inspect.adapters.kubernetes._dra_records import (
+from openrl_inspect.adapters.kubernetes._dra import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
     TaintRuleRecord,
+    parse_claim,
+    parse_slice,
+    parse_taint_rule,
 )
-from openrl_inspect.adapters.kubernetes._event_records import EventRecord
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
-from openrl_inspect.adapters.kubernetes._events import parse_event
-from openrl_inspect.adapters.kubernetes._lease_records import LeaseConflict, LeaseRecord
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
+from openrl_inspect.adapters.kubernetes._events import EventRecord, parse_event
+from openrl_inspect.adapters.kubernetes._lease import LeaseConflict, LeaseRecord
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._queries import (
     CLAIMS,
     EVENTS,
@@ -55,6 +55,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._view import ClusterView
+from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
 from openrl_inspect.core.errors import BackendError
 
 Record = (

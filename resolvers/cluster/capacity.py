@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from openrl_inspect.adapters.kubernetes import NodeRecord, PodRecord
-from openrl_inspect.resolvers.cluster import counting as C
+from openrl_inspect.resolvers.cluster import counting
 from openrl_inspect.resolvers.cluster.reads import PER_NODE, LivePage, gpu_views, nodes
 from openrl_inspect.resolvers.context import Context
 
@@ -18,7 +18,7 @@ from openrl_inspect.resolvers.context import Context
 _COUNTED_KINDS = frozenset({"nodes", "resourceslices", "devicetaintrules", "resourceclaims"})
 
 
-async def node_capacity(ctx: Context, rec: NodeRecord) -> C.NodeCapacity:
+async def node_capacity(ctx: Context, rec: NodeRecord) -> counting.NodeCapacity:
     found = (await gpu_views(ctx)).snapshot.node_capacity(rec.name)
     if found is not None:
         return found
@@ -27,21 +27,21 @@ async def node_capacity(ctx: Context, rec: NodeRecord) -> C.NodeCapacity:
     pods_here: Sequence[PodRecord] = ()
     if rec.gpu_capacity or rec.gpu_allocatable:
         pods_here = (await ctx.kube.pods_by_node.load((rec.name, PER_NODE))).items
-    return C.node_capacity(rec.name, rec, (), set(), pods_here)
+    return counting.node_capacity(rec.name, rec, (), set(), pods_here)
 
 
 async def capacity_by_node(
     ctx: Context, first: int | None, after: str | None
-) -> LivePage[C.NodeCapacity]:
+) -> LivePage[counting.NodeCapacity]:
     page = await nodes(ctx, first, after)
     items = [(cursor, await node_capacity(ctx, rec)) for cursor, rec in page.items]
     return LivePage(items, page.truncated, page.degraded, page.has_previous, page.total)
 
 
-async def cluster_capacity(ctx: Context) -> C.ClusterCapacity:
+async def cluster_capacity(ctx: Context) -> counting.ClusterCapacity:
     views = await gpu_views(ctx)
     snap = views.snapshot
     degraded = bool(views.degraded & _COUNTED_KINDS)
-    return C.ClusterCapacity(
+    return counting.ClusterCapacity(
         snap.total, snap.by_product, snap.node_count, degraded, views.truncated
     )

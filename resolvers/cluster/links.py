@@ -17,7 +17,7 @@ from openrl_inspect.resolvers.cluster.reads import (
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.context import Context
-from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import PlacementRecord, WorkerRecord
 
@@ -69,7 +69,7 @@ async def worker_pod(ctx: Context, rec: WorkerRecord) -> PodRecord | None:
 
 
 async def model_why_waiting(ctx: Context, mid: str) -> list[WaitReason]:
-    model = await S.model(ctx, mid)
+    model = await state_reads.model(ctx, mid)
     if model.state not in WAITING_STATES:
         return []
     wl_listing, pod_listing = await asyncio.gather(

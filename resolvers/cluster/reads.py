@@ -32,7 +32,7 @@ from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, Worklo
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
-from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import ModelRecord
 
@@ -320,7 +320,7 @@ async def model_by_label(ctx: Context, model_id: str | None) -> ModelRecord | No
     principal may see it."""
     if not model_id or not valid_id(model_id):
         return None
-    return await S.model_of(ctx, model_id)
+    return await state_reads.model_of(ctx, model_id)
 
 
 async def pod_claims(ctx: Context, rec: PodRecord) -> list[ClaimRecord]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from openrl_inspect.adapters.kubernetes import ContainerState, PodRecord
-from openrl_inspect.resolvers.cluster import links as KM
+from openrl_inspect.resolvers.cluster import links as cluster_links
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, kind_degraded
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
@@ -91,7 +91,7 @@ def oom_kills(pods: Iterable[PodRecord], limit: int, degraded: bool = False) -> 
 
 async def placement_oom_kills(ctx: Context, rec: PlacementRecord, first: int | None) -> OomKills:
     limit = page_size(ctx, first)
-    pods = await KM.placement_pods(ctx, rec)
+    pods = await cluster_links.placement_pods(ctx, rec)
     return oom_kills(pods, limit, await kind_degraded(ctx, "pods"))
 
 

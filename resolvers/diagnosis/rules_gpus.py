@@ -7,7 +7,7 @@ import statistics
 
 from openrl_inspect.adapters.kubernetes import GpuDevice
 from openrl_inspect.core.domain import HOLDING_STATES, CauseKind, ModelState
-from openrl_inspect.resolvers.diagnosis import lookups as L
+from openrl_inspect.resolvers.diagnosis import lookups
 from openrl_inspect.resolvers.diagnosis.causes import Finding
 from openrl_inspect.resolvers.diagnosis.evidence import DutyEvidence, KubeEvidence, ModelEvidence
 from openrl_inspect.resolvers.diagnosis.text import dur, fact, facts, ref, statement
@@ -54,8 +54,10 @@ def gpu_unhealthy(evidence: ModelEvidence) -> list[Finding]:
                 fact("tainted_at", since, "unix_s"),
             ),
             refs=tuple(_label(d) for d in bad[:MAX_GPU_REFS]),
-            next=L.lookup(
-                L.gpu_query(first.uuid) if first.uuid else L.node_query(first.node_name or ""),
+            next=lookups.lookup(
+                lookups.gpu_query(first.uuid)
+                if first.uuid
+                else lookups.node_query(first.node_name or ""),
                 nodes=[d.node_name for d in bad],
             ),
         )
@@ -115,7 +117,7 @@ def idle_reservation(evidence: ModelEvidence) -> list[Finding]:
                 fact("held_since", since, "unix_s"),
             ),
             refs=tuple(f"GPU {u}" for u in sorted(uuids)[:MAX_GPU_REFS]),
-            next=L.lookup(L.activity_query(mid, duty.window_s)),
+            next=lookups.lookup(lookups.activity_query(mid, duty.window_s)),
         )
     ]
 

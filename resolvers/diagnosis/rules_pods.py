@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from openrl_inspect.adapters.kubernetes import ContainerState, EventRecord, PodRecord
 from openrl_inspect.core.domain import CauseKind, ModelState
-from openrl_inspect.resolvers.diagnosis import lookups as L
+from openrl_inspect.resolvers.diagnosis import lookups
 from openrl_inspect.resolvers.diagnosis.causes import Finding, Lookup
 from openrl_inspect.resolvers.diagnosis.evidence import KubeEvidence, ModelEvidence
 from openrl_inspect.resolvers.diagnosis.text import clip, dur, fact, facts, ref, statement
@@ -51,9 +51,9 @@ def _next(
     containers: tuple[str, ...] = (),
     severity: str | None = None,
 ) -> Lookup:
-    return L.lookup(
-        L.pod_query(pod.key),
-        logs=L.logs(
+    return lookups.lookup(
+        lookups.pod_query(pod.key),
+        logs=lookups.logs(
             evidence, (pod.key,), around, containers=containers, severity=severity, events=True
         ),
         pods=(pod.key,),

@@ -15,8 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from openrl_inspect.core.domain import CauseKind, ModelState
-from openrl_inspect.resolvers.diagnosis import lookups as L
-from openrl_inspect.resolvers.diagnosis import pace
+from openrl_inspect.resolvers.diagnosis import lookups, pace
 from openrl_inspect.resolvers.diagnosis.baseline import Shift, lower, slower
 from openrl_inspect.resolvers.diagnosis.causes import Fact, Finding
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, SamplingEvidence
@@ -54,7 +53,7 @@ def pace_regression(evidence: ModelEvidence) -> list[Finding]:
             since=first.started_at,
             facts=facts(*_shift_facts(s, "s"), fact("since_step", first.step)),
             refs=(f"model {mid}",),
-            next=L.lookup(L.steps_query(mid)),
+            next=lookups.lookup(lookups.steps_query(mid)),
         )
     ]
 
@@ -91,8 +90,10 @@ def trainer_slow(evidence: ModelEvidence) -> list[Finding]:
             since=first.started_at,
             facts=facts(fact("kind", kind), *_shift_facts(s, "s"), fact("worker", first.worker_id)),
             refs=(f"op {first.id}",),
-            next=L.lookup(
-                L.step_ops_query(mid, first.step) if first.step is not None else L.steps_query(mid),
+            next=lookups.lookup(
+                lookups.step_ops_query(mid, first.step)
+                if first.step is not None
+                else lookups.steps_query(mid),
                 nodes=[worker.node if worker else None],
             ),
         )
@@ -129,7 +130,7 @@ def sampler_slow(evidence: ModelEvidence) -> list[Finding]:
                 fact("worker", recent[-1].worker),
             ),
             refs=tuple(dict.fromkeys(f"worker {b.worker}" for b in recent if b.worker))[:2],
-            next=L.lookup(L.sampling_query(evidence.model.id)),
+            next=lookups.lookup(lookups.sampling_query(evidence.model.id)),
         )
     ]
 
@@ -192,7 +193,7 @@ def client_bound(evidence: ModelEvidence) -> list[Finding]:
                 fact("gap_after", after.kind),
             ),
             refs=(f"model {mid}",),
-            next=L.lookup(L.step_ops_query(mid, steps[-1].step)),
+            next=lookups.lookup(lookups.step_ops_query(mid, steps[-1].step)),
         )
     ]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from openrl_inspect.core.domain import HOLDING_STATES, CauseKind, ModelState, OpHealth, OpStatus
-from openrl_inspect.resolvers.diagnosis import lookups as L
-from openrl_inspect.resolvers.diagnosis import pace
+from openrl_inspect.resolvers.diagnosis import lookups, pace
 from openrl_inspect.resolvers.diagnosis.causes import Finding
 from openrl_inspect.resolvers.diagnosis.evidence import KubeEvidence, ModelEvidence
 from openrl_inspect.resolvers.diagnosis.text import clip, dur, fact, facts, ref, statement
@@ -31,7 +30,7 @@ def model_failed(evidence: ModelEvidence) -> list[Finding]:
         return []
     at = model.state_at
     reason = model.failure_reason or "no reason recorded"
-    pods = L.pod_keys(evidence)
+    pods = lookups.pod_keys(evidence)
     around = (at or evidence.now) - 600.0, (at or evidence.now) + 120.0
     return [
         Finding(
@@ -44,9 +43,9 @@ def model_failed(evidence: ModelEvidence) -> list[Finding]:
                 fact("latest_step", model.latest_step),
             ),
             refs=(f"model {model.id}",),
-            next=L.lookup(
-                L.summary_query(model.id),
-                logs=L.logs(evidence, pods, around, severity="ERROR", events=True),
+            next=lookups.lookup(
+                lookups.summary_query(model.id),
+                logs=lookups.logs(evidence, pods, around, severity="ERROR", events=True),
                 pods=pods,
             ),
         )
@@ -61,7 +60,7 @@ def ops_failed(evidence: ModelEvidence) -> list[Finding]:
     last = failed[-1]
     workers = _workers(evidence)
     worker = workers.get(last.worker_id or "")
-    pods = L.pod_keys(evidence, [worker.pod] if worker else [])
+    pods = lookups.pod_keys(evidence, [worker.pod] if worker else [])
     end = last.finished_at or evidence.now
     steps = sorted({o.step for o in failed if o.step is not None})
     span = f" in steps {steps[0]}-{steps[-1]}" if len(steps) > 1 else ""
@@ -81,9 +80,9 @@ def ops_failed(evidence: ModelEvidence) -> list[Finding]:
                 fact("worker", last.worker_id),
             ),
             refs=tuple(f"op {o.id}" for o in reversed(failed[-MAX_OP_REFS:])),
-            next=L.lookup(
-                L.op_query(last.id),
-                logs=L.logs(evidence, pods, (end - 120.0, end + 30.0), severity="ERROR"),
+            next=lookups.lookup(
+                lookups.op_query(last.id),
+                logs=lookups.logs(evidence, pods, (end - 120.0, end + 30.0), severity="ERROR"),
                 pods=pods,
                 nodes=[worker.node if worker else None],
             ),
@@ -110,7 +109,7 @@ def ops_lost(evidence: ModelEvidence) -> list[Finding]:
     silent_since = min(beats) if beats else None
     oldest = lost[0]
     silent = f", silent {dur(evidence.now - silent_since)}" if silent_since else ""
-    pods = L.pod_keys(evidence, [workers[w].pod for w in ids if w in workers])
+    pods = lookups.pod_keys(evidence, [workers[w].pod for w in ids if w in workers])
     at = silent_since or oldest.started_at or evidence.now
     return [
         Finding(
@@ -130,9 +129,9 @@ def ops_lost(evidence: ModelEvidence) -> list[Finding]:
             ),
             refs=tuple(f"op {o.id}" for o in lost[:MAX_OP_REFS])
             + tuple(f"worker {w}" for w in ids[:1]),
-            next=L.lookup(
-                L.open_ops_query(evidence.model.id),
-                logs=L.logs(evidence, pods, (at - 300.0, at + 60.0), events=True),
+            next=lookups.lookup(
+                lookups.open_ops_query(evidence.model.id),
+                logs=lookups.logs(evidence, pods, (at - 300.0, at + 60.0), events=True),
                 pods=pods,
                 nodes=[workers[w].node for w in ids if w in workers],
             ),
@@ -147,7 +146,7 @@ def ops_stuck(evidence: ModelEvidence) -> list[Finding]:
     oldest = stuck[0]
     started = oldest.started_at or evidence.now
     worker = _workers(evidence).get(oldest.worker_id or "")
-    pods = L.pod_keys(evidence, [worker.pod] if worker else [])
+    pods = lookups.pod_keys(evidence, [worker.pod] if worker else [])
     limit = evidence.thresholds.stuck_after_s
     return [
         Finding(
@@ -167,9 +166,9 @@ def ops_stuck(evidence: ModelEvidence) -> list[Finding]:
                 fact("stuck_after_s", limit, "s"),
             ),
             refs=tuple(f"op {o.id}" for o in stuck[:MAX_OP_REFS]),
-            next=L.lookup(
-                L.op_query(oldest.id),
-                logs=L.logs(evidence, pods, (started, evidence.now), severity="WARNING"),
+            next=lookups.lookup(
+                lookups.op_query(oldest.id),
+                logs=lookups.logs(evidence, pods, (started, evidence.now), severity="WARNING"),
                 pods=pods,
                 nodes=[worker.node if worker else None],
             ),
@@ -185,7 +184,7 @@ def stalled(evidence: ModelEvidence) -> list[Finding]:
     if last is None or last.finished_at is None:
         return []
     since = evidence.now - last.finished_at
-    pods = L.pod_keys(evidence)
+    pods = lookups.pod_keys(evidence)
     open_ops = len(evidence.state.open_ops)
     return [
         Finding(
@@ -202,9 +201,9 @@ def stalled(evidence: ModelEvidence) -> list[Finding]:
                 fact("open_ops", open_ops),
             ),
             refs=(f"model {evidence.model.id}",),
-            next=L.lookup(
-                L.open_ops_query(evidence.model.id),
-                logs=L.logs(
+            next=lookups.lookup(
+                lookups.open_ops_query(evidence.model.id),
+                logs=lookups.logs(
                     evidence, pods, (last.finished_at - 60.0, evidence.now), severity="WARNING"
                 ),
                 pods=pods,
@@ -256,7 +255,7 @@ def _worker_lost(evidence: ModelEvidence, w: WorkerRecord) -> Finding:
     )
     ready = _node_ready(evidence, w.node)
     node_note = f" (node {ready})" if ready == "NotReady" else ""
-    pods = L.pod_keys(evidence, [w.pod])
+    pods = lookups.pod_keys(evidence, [w.pod])
     at = beat or evidence.now
     return Finding(
         CauseKind.WORKER_LOST,
@@ -280,9 +279,9 @@ def _worker_lost(evidence: ModelEvidence, w: WorkerRecord) -> Finding:
             *(ref("Pod", k.namespace, k.name) for k in pods[:1]),
             f"Node {w.node}",
         ),
-        next=L.lookup(
-            L.worker_query(w.id),
-            logs=L.logs(evidence, pods, (at - 300.0, at + 60.0), events=True),
+        next=lookups.lookup(
+            lookups.worker_query(w.id),
+            logs=lookups.logs(evidence, pods, (at - 300.0, at + 60.0), events=True),
             pods=pods,
             nodes=[w.node],
         ),

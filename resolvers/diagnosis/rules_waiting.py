@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from openrl_inspect.adapters.kubernetes import EventRecord, PodRecord, WorkloadRecord
 from openrl_inspect.core.domain import WAITING_STATES, CauseKind, ModelState, WaitKind
 from openrl_inspect.resolvers.cluster.wait_reasons import KINDS, WaitReason
-from openrl_inspect.resolvers.diagnosis import lookups as L
+from openrl_inspect.resolvers.diagnosis import lookups
 from openrl_inspect.resolvers.diagnosis.causes import Fact, Finding
 from openrl_inspect.resolvers.diagnosis.evidence import KubeEvidence, ModelEvidence
 from openrl_inspect.resolvers.diagnosis.scheduling import condense
@@ -176,9 +176,9 @@ def unschedulable(
             fact("message", None if fit else message),
         ),
         refs=(ref("Pod", pod.namespace, pod.name),) if pod else (),
-        next=L.lookup(
-            L.pod_query(pod.key) if pod else L.waiting_query(evidence.model.id),
-            logs=L.logs(evidence, pods, (since or evidence.now, evidence.now), events=True),
+        next=lookups.lookup(
+            lookups.pod_query(pod.key) if pod else lookups.waiting_query(evidence.model.id),
+            logs=lookups.logs(evidence, pods, (since or evidence.now, evidence.now), events=True),
             pods=pods,
         ),
         stage=KINDS[WaitKind.UNSCHEDULABLE][0],
@@ -207,9 +207,9 @@ def _from_reason(evidence: ModelEvidence, kube: KubeEvidence, reason: WaitReason
             fact("message", reason.message),
         )
     graphql = (
-        L.workloads_query(evidence.model.id)
+        lookups.workloads_query(evidence.model.id)
         if obj and obj[0] == "Workload"
-        else L.waiting_query(evidence.model.id)
+        else lookups.waiting_query(evidence.model.id)
     )
     return Finding(
         kind,
@@ -217,7 +217,7 @@ def _from_reason(evidence: ModelEvidence, kube: KubeEvidence, reason: WaitReason
         since=reason.since,
         facts=found,
         refs=(clip(reason.object, 80),) if reason.object else (),
-        next=L.lookup(graphql),
+        next=lookups.lookup(graphql),
         stage=KINDS[reason.kind][0],
     )
 

@@ -20,7 +20,7 @@ from openrl_inspect.core.errors import BackendError
 from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, valid_dns_label, valid_dns_name
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.logs.args import LogArgs
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.records import PlacementRecord
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ async def _live(
 
 
 async def _recorded(ctx: Context, mid: str) -> list[PlacementRecord]:
-    page = await R.placements(ctx, mid, RECORDED_PLACEMENTS, None)
+    page = await state_reads.placements(ctx, mid, RECORDED_PLACEMENTS, None)
     return page.readable()
 
 

@@ -52,7 +52,7 @@ from openrl_inspect.resolvers.logs.sides import (
     worker_sides,
 )
 from openrl_inspect.resolvers.paging import page_size
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.keys import valid_id
 
 __all__ = [
@@ -80,7 +80,7 @@ MAX_ROUNDS = 3
 
 
 async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
-    rec = await R.model(ctx, mid)
+    rec = await state_reads.model(ctx, mid)
     at = rec.transitions
     if rec.state == ModelState.FAILED and ModelState.FAILED in at:
         default = around(at[ModelState.FAILED], BEFORE_FAILURE, AFTER_FAILURE)
@@ -92,12 +92,12 @@ async def model_logs(ctx: Context, mid: str, args: LogArgs) -> LogAnswer:
 
 
 async def session_logs(ctx: Context, sid: str, args: LogArgs) -> LogAnswer:
-    rec = await R.session(ctx, sid)
+    rec = await state_reads.session(ctx, sid)
     if rec.state == SessionState.CLOSED and rec.closed_at is not None:
         default = around(rec.closed_at, RECENT, AFTER_FAILURE)
     else:
         default = around(ctx.now, RECENT, timedelta(0))
-    page = await R.session_models(ctx, sid, MAX_SESSION_MODELS, None)
+    page = await state_reads.session_models(ctx, sid, MAX_SESSION_MODELS, None)
     targets = [Target(m.id, m.id) for m in page.readable()]
     return await _logs(ctx, ("session", sid), targets, default, args, capped=page.has_next)
 

@@ -35,7 +35,7 @@ from openrl_inspect.adapters.prometheus import (
 )
 from openrl_inspect.core.errors import Forbidden, InvalidInput
 from openrl_inspect.resolvers.context import Context
-from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.records import PlacementRecord
 
 # The most GPUs or nodes one root field may name.
@@ -310,7 +310,7 @@ async def model_gpu_activity(ctx: Context, mid: str, window_s: float) -> GpuActi
     ``window_s`` seconds, with their duty weighted by the time held."""
     w = check_window(window_s)
     ctx.metrics.require()
-    page = await S.placements(ctx, mid, ctx.bounds.max_page_size, None)
+    page = await state_reads.placements(ctx, mid, ctx.bounds.max_page_size, None)
     return await activity_of(ctx, page.readable(), w, page.has_next)
 
 
@@ -319,9 +319,9 @@ async def session_gpu_activity(ctx: Context, sid: str, window_s: float) -> GpuAc
     w = check_window(window_s)
     ctx.metrics.require()
     size = ctx.bounds.max_page_size
-    models = await S.session_models(ctx, sid, size, None)
+    models = await state_reads.session_models(ctx, sid, size, None)
     pages = await asyncio.gather(
-        *(S.placements(ctx, rec.id, size, None) for rec in models.readable())
+        *(state_reads.placements(ctx, rec.id, size, None) for rec in models.readable())
     )
     placements = [rec for page in pages for rec in page.readable()]
     truncated = models.has_next or any(p.has_next for p in pages)
@@ -337,13 +337,13 @@ async def model_sampling(ctx: Context, mid: str, window_s: float) -> list[Sample
     w = check_window(window_s)
     ctx.metrics.require()
     size = ctx.bounds.max_page_size
-    workers = await S.model_workers(ctx, mid, size, None)
+    workers = await state_reads.model_workers(ctx, mid, size, None)
     samplers = {rec.pod: rec.id for rec in workers.readable() if rec.role == "sampler" and rec.pod}
     if samplers:
         pods = list(samplers)
         found = await ctx.metrics.vllm.load_many([(p, w, ctx.now) for p in pods])
         return [SamplerRecord(p, samplers[p], w, s) for p, s in zip(pods, found, strict=True)]
-    placements = await S.placements(ctx, mid, size, None)
+    placements = await state_reads.placements(ctx, mid, size, None)
     pods = list(dict.fromkeys(p for rec in placements.readable() for p in rec.pods if p))
     found = await ctx.metrics.vllm.load_many([(p, w, ctx.now) for p in pods])
     return [SamplerRecord(p, None, w, s) for p, s in zip(pods, found, strict=True) if s is not None]

@@ -18,8 +18,8 @@ from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
 from openrl_inspect.resolvers.diagnosis.text import clip
-from openrl_inspect.resolvers.state import reads as S
-from openrl_inspect.resolvers.summary import evidence as E
+from openrl_inspect.resolvers.state import reads as state_reads
+from openrl_inspect.resolvers.summary import evidence as summary_evidence
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
 from openrl_inspect.state.rollup import ModelRollup
 
@@ -154,11 +154,13 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
     # across this model's steps and across every model summarised in the request.
     state, kube, sampling = await asyncio.gather(
         _state(ctx, rec, window_steps),
-        E.kube_evidence(ctx, rec),
-        E.sampling_evidence(ctx, rec.id),
+        summary_evidence.kube_evidence(ctx, rec),
+        summary_evidence.sampling_evidence(ctx, rec.id),
     )
     evidence, open_total = state
-    duty = await E.duty_evidence(ctx, E.gpu_uuids([w for w, _ in evidence.state.workers], kube))
+    duty = await summary_evidence.duty_evidence(
+        ctx, summary_evidence.gpu_uuids([w for w, _ in evidence.state.workers], kube)
+    )
     evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling)
     return summarise(ctx, evidence, open_total)
 
@@ -174,23 +176,23 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
     """
     size = ctx.bounds.max_page_size
     rollup, open_page, workers_page, placements = await asyncio.gather(
-        S.rollup(ctx, rec.id, window_steps),
-        S.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
-        S.model_workers(ctx, rec.id, size, None),
-        S.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
+        state_reads.rollup(ctx, rec.id, window_steps),
+        state_reads.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
+        state_reads.model_workers(ctx, rec.id, size, None),
+        state_reads.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
     )
     open_ops = open_page.readable()
     if rollup is not None and rollup.window(rec.latest_step, rec.kept_steps, window_steps, size):
         (steps, ops), health = await asyncio.gather(
             _from_rollup(ctx, rollup, size),
-            asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
+            asyncio.gather(*(state_reads.op_health(ctx, op) for op in open_ops)),
         )
     else:
-        scanned = await S.model_steps(ctx, rec.id, window_steps, None)
+        scanned = await state_reads.model_steps(ctx, rec.id, window_steps, None)
         steps = scanned.readable()
         op_pages, health = await asyncio.gather(
-            asyncio.gather(*(S.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
-            asyncio.gather(*(S.op_health(ctx, op) for op in open_ops)),
+            asyncio.gather(*(state_reads.step_ops(ctx, rec.id, s.step, size, None) for s in steps)),
+            asyncio.gather(*(state_reads.op_health(ctx, op) for op in open_ops)),
         )
         ops = [op for page in op_pages for op in page.readable()]
     workers = workers_page.readable()
@@ -199,7 +201,7 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
         steps=tuple(sorted(steps, key=lambda s: s.step)),
         ops=tuple(ops),
         open_ops=tuple(zip(open_ops, health, strict=True)),
-        workers=tuple((w, S.worker_alive(ctx, w)) for w in workers),
+        workers=tuple((w, state_reads.worker_alive(ctx, w)) for w in workers),
         placements=tuple(placements.readable()),
     )
     thresholds = Thresholds(

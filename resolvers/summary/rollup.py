@@ -17,7 +17,7 @@ from openrl_inspect.core.domain import ModelState, Verdict
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Unknown
-from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.state.records import ModelRecord
 
@@ -79,7 +79,7 @@ class SessionSummary:
 
 async def session_summary(ctx: Context, sid: str, worst: int) -> SessionSummary:
     check_count("worst", worst, MAX_WORST)
-    page = await S.session_models(ctx, sid, ctx.bounds.max_page_size, None)
+    page = await state_reads.session_models(ctx, sid, ctx.bounds.max_page_size, None)
     summaries = await summarise_all(ctx, page.readable())
     counts = Counter(s.verdict for s in summaries)
     moving = [s for s in summaries if s.verdict in (Verdict.PROGRESSING, Verdict.SLOW)]
@@ -113,7 +113,7 @@ async def attention(ctx: Context, first: int, scan: int) -> Attention:
     check_count("first", first, MAX_WORST)
     check_count("scan", scan, ctx.bounds.max_page_size)
     pages = await asyncio.gather(
-        *(S.models_in_state(ctx, state, scan, None) for state in SEARCHED_STATES)
+        *(state_reads.models_in_state(ctx, state, scan, None) for state in SEARCHED_STATES)
     )
     recent = ctx.now - RECENT_FAILURE_S
     models = list(

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import ContainerState, Termination
-from openrl_inspect.resolvers.cluster import terminations as T
+from openrl_inspect.resolvers.cluster import terminations
 from openrl_inspect.schema.common import ts
 
 
@@ -103,7 +103,7 @@ class OomKill:
     )
 
     @classmethod
-    def from_record(cls, rec: T.OomKill) -> OomKill:
+    def from_record(cls, rec: terminations.OomKill) -> OomKill:
         return cls(
             namespace=rec.namespace,
             pod=rec.pod,
@@ -127,7 +127,7 @@ class OomKills:
     degraded: bool
 
     @classmethod
-    def from_record(cls, rec: T.OomKills) -> OomKills:
+    def from_record(cls, rec: terminations.OomKills) -> OomKills:
         return cls(
             kills=[OomKill.from_record(k) for k in rec.items],
             truncated=rec.truncated,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import EventRecord, ObjectRef
-from openrl_inspect.resolvers.cluster import events as E
+from openrl_inspect.resolvers.cluster import events as cluster_events
 from openrl_inspect.schema.common import Info, ts
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class EventList:
     )
 
     @classmethod
-    def of(cls, page: E.EventPage) -> EventList:
+    def of(cls, page: cluster_events.EventPage) -> EventList:
         return cls(
             nodes=[Event.from_record(e) for e in page.items],
             truncated=page.truncated,
@@ -112,7 +112,9 @@ class PodEventFields:
     async def events(self, info: Info, first: First = None) -> EventList | None:
         pod = cast("Pod", self)
         return EventList.of(
-            await E.object_events(info.context, E.POD, pod.namespace, pod.name, first)
+            await cluster_events.object_events(
+                info.context, cluster_events.POD, pod.namespace, pod.name, first
+            )
         )
 
 
@@ -124,7 +126,9 @@ class WorkloadEventFields:
     async def events(self, info: Info, first: First = None) -> EventList | None:
         wl = cast("Workload", self)
         return EventList.of(
-            await E.object_events(info.context, E.WORKLOAD, wl.namespace, wl.name, first)
+            await cluster_events.object_events(
+                info.context, cluster_events.WORKLOAD, wl.namespace, wl.name, first
+            )
         )
 
 
@@ -138,7 +142,11 @@ class NodeEventFields:
     )
     async def events(self, info: Info, first: First = None) -> EventList | None:
         node = cast("Node", self)
-        return EventList.of(await E.object_events(info.context, E.NODE, "", node.name, first))
+        return EventList.of(
+            await cluster_events.object_events(
+                info.context, cluster_events.NODE, "", node.name, first
+            )
+        )
 
 
 @strawberry.type
@@ -151,4 +159,4 @@ class ModelEventFields:
     )
     async def events(self, info: Info, first: First = None) -> EventList | None:
         mid = cast("Model", self).id
-        return EventList.of(await E.model_events(info.context, mid, first))
+        return EventList.of(await cluster_events.model_events(info.context, mid, first))

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import GpuDevice
-from openrl_inspect.resolvers.cluster import holders as KH
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import holders as cluster_holders
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.cluster.reads import LivePage
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
@@ -35,7 +35,7 @@ ResourceClaimT = Annotated["ResourceClaim", strawberry.lazy("openrl_inspect.sche
 
 @strawberry.type(description="Who holds a GPU: the claim it is allocated to, and its pod.")
 class GpuHolder:
-    _holder: strawberry.Private[KH.Holder]
+    _holder: strawberry.Private[cluster_holders.Holder]
 
     @strawberry.field
     def claim(self) -> ResourceClaimT:
@@ -60,7 +60,7 @@ class GpuHolder:
 
     @strawberry.field(description="The model holding the GPU, from Redis (by the pod's label).")
     async def model(self, info: Info) -> ModelT | None:
-        rec = await KH.holder_model(info.context, self._holder)
+        rec = await cluster_holders.holder_model(info.context, self._holder)
         return shown(rec) if rec else None
 
 
@@ -94,10 +94,10 @@ class Gpu(GpuMetricsFields):
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[GpuDevice]
-    _held: strawberry.Private[KH.GpuHeld]
+    _held: strawberry.Private[cluster_holders.GpuHeld]
 
     @classmethod
-    def from_record(cls, rec: GpuDevice, held: KH.GpuHeld) -> Gpu:
+    def from_record(cls, rec: GpuDevice, held: cluster_holders.GpuHeld) -> Gpu:
         """``held``: from ``gpu_objects``, which reads who holds a whole list of GPUs."""
         return cls(
             uuid=rec.uuid,
@@ -124,13 +124,13 @@ class Gpu(GpuMetricsFields):
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
         # Its taints come from the DeviceTaintRules' cache as well as the slices'.
-        return await K.kind_degraded(info.context, "resourceslices") or await K.kind_degraded(
-            info.context, "devicetaintrules"
-        )
+        return await cluster_reads.kind_degraded(
+            info.context, "resourceslices"
+        ) or await cluster_reads.kind_degraded(info.context, "devicetaintrules")
 
     @strawberry.field(description="The node it is on (live).")
     async def node(self, info: Info) -> NodeT | None:
-        rec = await K.node_of(info.context, self._record.node_name)
+        rec = await cluster_reads.node_of(info.context, self._record.node_name)
         return shown(rec) if rec else None
 
     # Not async: read with the GPU's list (``gpu_objects``). An async field costs
@@ -149,7 +149,7 @@ class Gpu(GpuMetricsFields):
 
 async def gpu_objects(info: Info, records: Sequence[GpuDevice]) -> list[Gpu]:
     """GPUs with who holds them, read for the whole list at once (``gpus_held``)."""
-    held = await KH.gpus_held(info.context, records)
+    held = await cluster_holders.gpus_held(info.context, records)
     return [Gpu.from_record(rec, h) for rec, h in zip(records, held, strict=True)]
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 import strawberry
-from openrl_inspect.resolvers.cluster import links as KM
-from openrl_inspect.resolvers.cluster import reads as K
-from openrl_inspect.resolvers.cluster import terminations as T
+from openrl_inspect.resolvers.cluster import links as cluster_links
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
+from openrl_inspect.resolvers.cluster import terminations
 from openrl_inspect.resolvers.cluster.waiting import waiting_seconds
-from openrl_inspect.resolvers.state import reads as S
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.common import LiveConnection
 from openrl_inspect.schema.cluster.container import OomKills
 from openrl_inspect.schema.cluster.gpu import Gpu, gpu_objects
@@ -44,14 +44,14 @@ class ModelClusterFields:
     async def pods(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Pod] | None:
-        page = await K.model_pods(info.context, self._model().id, first, after)
+        page = await cluster_reads.model_pods(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description=f"{LIVE}: its Kueue Workloads, by label.")
     async def workloads(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Workload] | None:
-        page = await K.model_workloads(info.context, self._model().id, first, after)
+        page = await cluster_reads.model_workloads(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Workload.from_record)
 
     @strawberry.field(
@@ -60,7 +60,7 @@ class ModelClusterFields:
         "unallocated claims, waiting containers. Empty in other states."
     )
     async def why_waiting(self, info: Info) -> list[WaitReason] | None:
-        reasons = await KM.model_why_waiting(info.context, self._model().id)
+        reasons = await cluster_links.model_why_waiting(info.context, self._model().id)
         return [WaitReason.from_record(r) for r in reasons]
 
     @strawberry.field(
@@ -68,7 +68,7 @@ class ModelClusterFields:
         "(current state or last termination), most recent first; `first` bounds them."
     )
     async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
-        kills = await T.model_oom_kills(info.context, self._model().id, first)
+        kills = await terminations.model_oom_kills(info.context, self._model().id, first)
         return OomKills.from_record(kills)
 
     @strawberry.field(
@@ -76,7 +76,7 @@ class ModelClusterFields:
         "null in other states."
     )
     async def waiting_seconds(self, info: Info) -> float | None:
-        rec = await S.model(info.context, self._model().id)
+        rec = await state_reads.model(info.context, self._model().id)
         return waiting_seconds(rec, info.context.now)
 
 
@@ -102,12 +102,12 @@ class PlacementClusterFields:
         description=f"{LIVE}: the recorded pods that still exist; the ones gone are absent."
     )
     async def live_pods(self, info: Info) -> list[Pod] | None:
-        pods = await KM.placement_pods(info.context, self._placement_record())
+        pods = await cluster_links.placement_pods(info.context, self._placement_record())
         return [Pod.from_record(p) for p in pods]
 
     @strawberry.field(description=f"{LIVE}: the recorded node; null when it is gone.")
     async def live_node(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self._placement_record().node)
+        rec = await cluster_reads.node_of(info.context, self._placement_record().node)
         return Node.from_record(rec) if rec else None
 
     @strawberry.field(
@@ -115,7 +115,7 @@ class PlacementClusterFields:
         "current holders under `heldBy`."
     )
     async def live_gpus(self, info: Info) -> list[Gpu] | None:
-        gpus = await KM.placement_gpus(info.context, self._placement_record())
+        gpus = await cluster_links.placement_gpus(info.context, self._placement_record())
         return await gpu_objects(info, gpus)
 
     @strawberry.field(
@@ -123,12 +123,14 @@ class PlacementClusterFields:
         "still shows, most recent first; `first` bounds them."
     )
     async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
-        kills = await T.placement_oom_kills(info.context, self._placement_record(), first)
+        kills = await terminations.placement_oom_kills(
+            info.context, self._placement_record(), first
+        )
         return OomKills.from_record(kills)
 
     @strawberry.field(description=f"{LIVE}: the recorded Kueue Workload; null when gone.")
     async def live_workload(self, info: Info) -> Workload | None:
-        rec = await KM.placement_workload(info.context, self._placement_record())
+        rec = await cluster_links.placement_workload(info.context, self._placement_record())
         return Workload.from_record(rec) if rec else None
 
 
@@ -141,10 +143,10 @@ class WorkerClusterFields:
 
     @strawberry.field(description=f"{LIVE}: its pod (found among its model's pods).")
     async def pod_object(self, info: Info) -> Pod | None:
-        rec = await KM.worker_pod(info.context, self._worker()._record)
+        rec = await cluster_links.worker_pod(info.context, self._worker()._record)
         return Pod.from_record(rec) if rec else None
 
     @strawberry.field(description=f"{LIVE}: the node it last reported.")
     async def node_object(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self._worker().node)
+        rec = await cluster_reads.node_of(info.context, self._worker().node)
         return Node.from_record(rec) if rec else None

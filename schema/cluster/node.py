@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import NodeRecord
-from openrl_inspect.resolvers.cluster import capacity as KC
-from openrl_inspect.resolvers.cluster import counting as C
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import capacity as cluster_capacity
+from openrl_inspect.resolvers.cluster import counting
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -57,7 +57,7 @@ class NodeCapacity:
     tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
 
     @classmethod
-    def from_record(cls, rec: C.NodeCapacity) -> NodeCapacity:
+    def from_record(cls, rec: counting.NodeCapacity) -> NodeCapacity:
         c = rec.counts
         return cls(
             node_name=rec.node,
@@ -73,7 +73,7 @@ class NodeCapacity:
 
     @strawberry.field(description="The node (live).")
     async def node(self, info: Info) -> Node | None:
-        rec = await K.node_of(info.context, self.node_name)
+        rec = await cluster_reads.node_of(info.context, self.node_name)
         return Node.from_record(rec) if rec else None
 
 
@@ -88,7 +88,7 @@ class ProductCapacity:
     tainted: int
 
     @classmethod
-    def from_record(cls, rec: C.ProductCapacity) -> ProductCapacity:
+    def from_record(cls, rec: counting.ProductCapacity) -> ProductCapacity:
         c = rec.counts
         return cls(
             product=rec.product,
@@ -117,7 +117,7 @@ class ClusterCapacity:
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     @classmethod
-    def from_record(cls, rec: C.ClusterCapacity) -> ClusterCapacity:
+    def from_record(cls, rec: counting.ClusterCapacity) -> ClusterCapacity:
         c = rec.total
         return cls(
             nodes=rec.nodes,
@@ -136,7 +136,7 @@ class ClusterCapacity:
     async def by_node(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[NodeCapacity]:
-        page = await KC.capacity_by_node(info.context, first, after)
+        page = await cluster_capacity.capacity_by_node(info.context, first, after)
         return LiveConnection.of(page, NodeCapacity.from_record)
 
 
@@ -168,7 +168,7 @@ class Node(NodeMetricsFields, NodeEventFields):
             conditions=conditions(rec.conditions),
             gpu_capacity=rec.gpu_capacity,
             gpu_allocatable=rec.gpu_allocatable,
-            gpu_product=rec.labels.get(C.PRODUCT_LABEL),
+            gpu_product=rec.labels.get(counting.PRODUCT_LABEL),
             created_at=ts(rec.created),
             source=LIVE,
             _record=rec,
@@ -176,22 +176,24 @@ class Node(NodeMetricsFields, NodeEventFields):
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "nodes")
+        return await cluster_reads.kind_degraded(info.context, "nodes")
 
     @strawberry.field(description="Its GPUs (DRA devices of its ResourceSlices), by device.")
     async def gpus(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Gpu]:
-        page = await K.node_gpus(info.context, self.name, first, after)
+        page = await cluster_reads.node_gpus(info.context, self.name, first, after)
         return await gpu_connection(info, page)
 
     @strawberry.field(description="Pods bound to it, by namespace and name.")
     async def pods(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Pod]:
-        page = await K.node_pods(info.context, self.name, first, after)
+        page = await cluster_reads.node_pods(info.context, self.name, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description="Its GPUs counted: total, held, free, unhealthy, tainted.")
     async def capacity(self, info: Info) -> NodeCapacity:
-        return NodeCapacity.from_record(await KC.node_capacity(info.context, self._record))
+        return NodeCapacity.from_record(
+            await cluster_capacity.node_capacity(info.context, self._record)
+        )

@@ -20,8 +20,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
     SchedulingFailure,
 )
-from openrl_inspect.resolvers.cluster import reads as K
-from openrl_inspect.resolvers.cluster import terminations as T
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
+from openrl_inspect.resolvers.cluster import terminations
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
@@ -111,8 +111,8 @@ class Pod(PodLogFields, PodEventFields):
             deleting=rec.deleting,
             conditions=conditions(rec.conditions),
             containers=[Container.from_record(c) for c in rec.containers],
-            restarts=T.restarts(rec),
-            oom_killed=T.oom_killed(rec),
+            restarts=terminations.restarts(rec),
+            oom_killed=terminations.oom_killed(rec),
             scheduling_failure=(
                 PodSchedulingFailure.from_record(rec.scheduling_failure)
                 if rec.scheduling_failure
@@ -125,25 +125,25 @@ class Pod(PodLogFields, PodEventFields):
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "pods")
+        return await cluster_reads.kind_degraded(info.context, "pods")
 
     @strawberry.field(description="The node it runs on (live).")
     async def node(self, info: Info) -> NodeT | None:
-        rec = await K.node_of(info.context, self._record.node_name)
+        rec = await cluster_reads.node_of(info.context, self._record.node_name)
         return shown(rec) if rec else None
 
     @strawberry.field(description="The model its label names, from Redis.")
     async def model(self, info: Info) -> ModelT | None:
-        rec = await K.model_by_label(info.context, self._record.model_id)
+        rec = await cluster_reads.model_by_label(info.context, self._record.model_id)
         return shown(rec) if rec else None
 
     @strawberry.field(description="GPUs allocated to its ResourceClaims (live).")
     async def gpus(self, info: Info) -> list[Gpu]:
-        return await gpu_objects(info, await K.pod_gpus(info.context, self._record))
+        return await gpu_objects(info, await cluster_reads.pod_gpus(info.context, self._record))
 
     @strawberry.field(description="Its DRA ResourceClaims: reserved for it or named by it.")
     async def claims(self, info: Info) -> list[ResourceClaim]:
-        claims = await K.pod_claims(info.context, self._record)
+        claims = await cluster_reads.pod_claims(info.context, self._record)
         return [ResourceClaim.from_record(c) for c in claims]
 
 
@@ -181,7 +181,7 @@ class ClaimDevice:
 
     @strawberry.field(description="The GPU this device is (live); null if not published.")
     async def gpu(self, info: Info) -> Gpu | None:
-        rec = await K.device_gpu(info.context, self._record.key)
+        rec = await cluster_reads.device_gpu(info.context, self._record.key)
         return (await gpu_objects(info, [rec]))[0] if rec else None
 
 
@@ -227,4 +227,4 @@ class ResourceClaim:
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "resourceclaims")
+        return await cluster_reads.kind_degraded(info.context, "resourceclaims")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import strawberry
-from openrl_inspect.resolvers.cluster import capacity as KC
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import capacity as cluster_capacity
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.schema.cluster.common import KubernetesStatus, LiveConnection
 from openrl_inspect.schema.cluster.gpu import Gpu, gpu_connection, gpu_objects
 from openrl_inspect.schema.cluster.node import ClusterCapacity, Node
@@ -19,11 +19,13 @@ class ClusterQuery:
     async def nodes(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> LiveConnection[Node] | None:
-        return LiveConnection.of(await K.nodes(info.context, first, after), Node.from_record)
+        return LiveConnection.of(
+            await cluster_reads.nodes(info.context, first, after), Node.from_record
+        )
 
     @strawberry.field(description="A node by name (live); null with NOT_FOUND when unknown.")
     async def node(self, info: Info, name: str) -> Node | None:
-        return Node.from_record(await K.node(info.context, name))
+        return Node.from_record(await cluster_reads.node(info.context, name))
 
     @strawberry.field(description="GPUs (live DRA devices), by driver, pool and device.")
     async def gpus(
@@ -33,17 +35,17 @@ class ClusterQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> LiveConnection[Gpu] | None:
-        page = await K.gpus(info.context, node, first, after)
+        page = await cluster_reads.gpus(info.context, node, first, after)
         return await gpu_connection(info, page)
 
     @strawberry.field(description="A GPU by device UUID (live); null with NOT_FOUND if unknown.")
     async def gpu(self, info: Info, uuid: str) -> Gpu | None:
-        (found,) = await gpu_objects(info, [await K.gpu(info.context, uuid)])
+        (found,) = await gpu_objects(info, [await cluster_reads.gpu(info.context, uuid)])
         return found
 
     @strawberry.field(description="A pod by namespace and name (live).")
     async def pod(self, info: Info, namespace: str, name: str) -> Pod | None:
-        return Pod.from_record(await K.pod(info.context, namespace, name))
+        return Pod.from_record(await cluster_reads.pod(info.context, namespace, name))
 
     @strawberry.field(
         description="Pods (live), by namespace and name; filter by model id (label), "
@@ -59,7 +61,7 @@ class ClusterQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> LiveConnection[Pod] | None:
-        page = await K.pods(
+        page = await cluster_reads.pods(
             info.context,
             model_id=model,
             namespace=namespace,
@@ -79,7 +81,7 @@ class ClusterQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> LiveConnection[Workload] | None:
-        page = await K.workloads(info.context, namespace, model, first, after)
+        page = await cluster_reads.workloads(info.context, namespace, model, first, after)
         return LiveConnection.of(page, Workload.from_record)
 
     @strawberry.field(
@@ -87,8 +89,8 @@ class ClusterQuery:
         "the cluster, per GPU product and per node."
     )
     async def capacity(self, info: Info) -> ClusterCapacity | None:
-        return ClusterCapacity.from_record(await KC.cluster_capacity(info.context))
+        return ClusterCapacity.from_record(await cluster_capacity.cluster_capacity(info.context))
 
     @strawberry.field(description="The Kubernetes watch cache: synced, degraded, per kind.")
     async def kubernetes_status(self, info: Info) -> KubernetesStatus | None:
-        return KubernetesStatus.from_record(await K.status(info.context))
+        return KubernetesStatus.from_record(await cluster_reads.status(info.context))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.adapters.kubernetes import Admission, PodSet, PodSetAssignment, WorkloadRecord
 from openrl_inspect.core import domain
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason as WaitReasonRecord
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
@@ -140,19 +140,19 @@ class Workload(WorkloadEventFields):
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:
-        return await K.kind_degraded(info.context, "workloads")
+        return await cluster_reads.kind_degraded(info.context, "workloads")
 
     @strawberry.field(
         description="The pods of the job it queues (owner references and the Job and "
         "JobSet controllers' UID labels), in key order."
     )
     async def pods(self, info: Info, first: int | None = None) -> LiveConnection[Pod]:
-        page = await K.workload_pods(info.context, self._record, first)
+        page = await cluster_reads.workload_pods(info.context, self._record, first)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description="Its model (see `modelId`), from Redis.")
     async def model(self, info: Info) -> ModelT | None:
-        rec = await K.model_by_label(info.context, self._record.model_id)
+        rec = await cluster_reads.model_by_label(info.context, self._record.model_id)
         return shown(rec) if rec else None
 
 

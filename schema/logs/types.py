@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import strawberry
 from openrl_inspect.adapters.logs import LogEntry as LogEntryRecord
 from openrl_inspect.adapters.logs import LogEvent as LogEventRecord
-from openrl_inspect.resolvers.logs import reads as L
+from openrl_inspect.resolvers.logs import reads as logs_reads
 from openrl_inspect.schema.common import Info, as_json
 from openrl_inspect.schema.connection import PageInfo
 from strawberry.scalars import JSON
@@ -189,7 +189,7 @@ class LogConnection:
     filters: list[LogFilter] = strawberry.field(description="Each worker-log read's filter.")
 
     @classmethod
-    def from_answer(cls, answer: L.LogAnswer) -> LogConnection:
+    def from_answer(cls, answer: logs_reads.LogAnswer) -> LogConnection:
         return cls(
             nodes=[LogEntry.from_record(e) for e in answer.entries],
             page_info=PageInfo(
@@ -269,8 +269,8 @@ def _args(
     worker_logs: bool = True,
     client_logs: bool = True,
     events: bool = False,
-) -> L.LogArgs:
-    return L.LogArgs(
+) -> logs_reads.LogArgs:
+    return logs_reads.LogArgs(
         since=since,
         until=until,
         severity=severity.value if severity is not None else None,
@@ -328,7 +328,7 @@ class ModelLogFields:
             events,
         )
         mid = cast("Model", self).id
-        return LogConnection.from_answer(await L.model_logs(info.context, mid, args))
+        return LogConnection.from_answer(await logs_reads.model_logs(info.context, mid, args))
 
 
 @strawberry.type
@@ -358,7 +358,7 @@ class SessionLogFields:
             since, until, severity, text, order, first, after, role, pod, worker_logs, client_logs
         )
         sid = cast("Session", self).id
-        return LogConnection.from_answer(await L.session_logs(info.context, sid, args))
+        return LogConnection.from_answer(await logs_reads.session_logs(info.context, sid, args))
 
 
 @strawberry.type
@@ -383,5 +383,5 @@ class PodLogFields:
         args = _args(since, until, severity, text, order, first, after)
         pod = cast("Pod", self)
         return LogConnection.from_answer(
-            await L.pod_logs(info.context, pod.namespace, pod.name, args)
+            await logs_reads.pod_logs(info.context, pod.namespace, pod.name, args)
         )

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Protocol, cast
 
 import strawberry
-from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.resolvers.metrics import reads as metrics_reads
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.types import (
     ACTIVITY_WINDOW_S,
@@ -80,7 +80,7 @@ class ModelMetricsFields:
         info: Info,
         window_seconds: Window = ACTIVITY_WINDOW_S,
     ) -> GpuActivity | None:
-        rec = await M.model_gpu_activity(info.context, _own_id(self), window_seconds)
+        rec = await metrics_reads.model_gpu_activity(info.context, _own_id(self), window_seconds)
         return GpuActivity.from_record(rec)
 
     @strawberry.field(description="vLLM stats of the model's sampler pods (its `sampler` workers).")
@@ -89,7 +89,7 @@ class ModelMetricsFields:
         info: Info,
         window_seconds: VllmWindow = VLLM_WINDOW_S,
     ) -> list[SamplerStats] | None:
-        found = await M.model_sampling(info.context, _own_id(self), window_seconds)
+        found = await metrics_reads.model_sampling(info.context, _own_id(self), window_seconds)
         return [SamplerStats.from_record(r) for r in found]
 
 
@@ -106,7 +106,7 @@ class SessionMetricsFields:
         info: Info,
         window_seconds: Window = ACTIVITY_WINDOW_S,
     ) -> GpuActivity | None:
-        rec = await M.session_gpu_activity(info.context, _own_id(self), window_seconds)
+        rec = await metrics_reads.session_gpu_activity(info.context, _own_id(self), window_seconds)
         return GpuActivity.from_record(rec)
 
 
@@ -125,7 +125,7 @@ class PlacementMetricsFields:
         window_seconds: PlacementWindow = DUTY_WINDOW_S,
     ) -> list[GpuDuty] | None:
         held = cast(_Held, self)
-        found = await M.placement_gpu_duty(
+        found = await metrics_reads.placement_gpu_duty(
             info.context,
             held.gpu_ids,
             epoch(held.admitted_at),
@@ -145,7 +145,9 @@ class WorkerMetricsFields:
         info: Info,
         window_seconds: Window = DUTY_WINDOW_S,
     ) -> list[GpuDuty] | None:
-        found = await M.gpus_duty(info.context, cast(_Proc, self).gpu_ids, window_seconds)
+        found = await metrics_reads.gpus_duty(
+            info.context, cast(_Proc, self).gpu_ids, window_seconds
+        )
         return [GpuDuty.from_record(r) for r in found]
 
     @strawberry.field(description="vLLM stats of the worker's pod (samplers); null otherwise.")
@@ -154,7 +156,7 @@ class WorkerMetricsFields:
         info: Info,
         window_seconds: VllmWindow = VLLM_WINDOW_S,
     ) -> VllmStats | None:
-        rec = await M.pod_vllm(info.context, cast(_Proc, self).pod, window_seconds)
+        rec = await metrics_reads.pod_vllm(info.context, cast(_Proc, self).pod, window_seconds)
         return VllmStats.from_record(rec) if rec else None
 
 
@@ -165,7 +167,9 @@ class GpuMetricsFields:
     @strawberry.field(description="Its mean DCGM duty over the window.")
     async def duty(self, info: Info, window_seconds: Window = DUTY_WINDOW_S) -> GpuDuty | None:
         dev = cast(_Device, self)
-        rec = await M.device_duty(info.context, dev.uuid, dev.node_name, dev.index, window_seconds)
+        rec = await metrics_reads.device_duty(
+            info.context, dev.uuid, dev.node_name, dev.index, window_seconds
+        )
         return GpuDuty.from_record(rec) if rec else None
 
     @strawberry.field(
@@ -182,10 +186,12 @@ class GpuMetricsFields:
         step: float | None = None,
     ) -> GpuSeries | None:
         dev = cast(_Device, self)
-        key = M.device_key(dev.uuid, dev.node_name, dev.index)
+        key = metrics_reads.device_key(dev.uuid, dev.node_name, dev.index)
         if key is None:
             return None
-        rec = await M.gpu_series(info.context, key, metric.value, epoch(start), epoch(end), step)
+        rec = await metrics_reads.gpu_series(
+            info.context, key, metric.value, epoch(start), epoch(end), step
+        )
         return GpuSeries.from_record(rec)
 
 
@@ -195,5 +201,7 @@ class NodeMetricsFields:
 
     @strawberry.field(description="The mean DCGM duty of its GPUs over the window.")
     async def duty(self, info: Info, window_seconds: Window = DUTY_WINDOW_S) -> NodeDuty | None:
-        found = await M.node_duty(info.context, [cast(_Named, self).name], window_seconds)
+        found = await metrics_reads.node_duty(
+            info.context, [cast(_Named, self).name], window_seconds
+        )
         return NodeDuty.from_record(found[0])

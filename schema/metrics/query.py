@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
-from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.resolvers.metrics import reads as metrics_reads
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.types import (
     DUTY_WINDOW_S,
@@ -24,7 +24,7 @@ from openrl_inspect.schema.metrics.types import (
 class MetricsQuery:
     @strawberry.field(
         description="Mean duty of each GPU (by device UUID) over the window, in the order "
-        f"given (at most {M.MAX_GPUS:,}); one Prometheus query per duty metric in all."
+        f"given (at most {metrics_reads.MAX_GPUS:,}); one Prometheus query per duty metric in all."
     )
     async def gpu_duty(
         self,
@@ -32,7 +32,7 @@ class MetricsQuery:
         uuids: list[str],
         window_seconds: Window = DUTY_WINDOW_S,
     ) -> list[GpuDuty] | None:
-        found = await M.gpu_duty(info.context, uuids, window_seconds)
+        found = await metrics_reads.gpu_duty(info.context, uuids, window_seconds)
         return [GpuDuty.from_record(r) for r in found]
 
     @strawberry.field(
@@ -49,7 +49,9 @@ class MetricsQuery:
         end: datetime | None = None,
         step: float | None = None,
     ) -> GpuSeries | None:
-        rec = await M.gpu_series(info.context, uuid, metric.value, epoch(start), epoch(end), step)
+        rec = await metrics_reads.gpu_series(
+            info.context, uuid, metric.value, epoch(start), epoch(end), step
+        )
         return GpuSeries.from_record(rec)
 
     @strawberry.field(
@@ -61,7 +63,7 @@ class MetricsQuery:
         nodes: list[str],
         window_seconds: Window = DUTY_WINDOW_S,
     ) -> list[NodeDuty] | None:
-        found = await M.node_duty(info.context, nodes, window_seconds)
+        found = await metrics_reads.node_duty(info.context, nodes, window_seconds)
         return [NodeDuty.from_record(r) for r in found]
 
     @strawberry.field(
@@ -80,7 +82,7 @@ class MetricsQuery:
         end: datetime | None = None,
         step: float | None = None,
     ) -> RawQueryResult | None:
-        rec = await M.prometheus_query(
+        rec = await metrics_reads.prometheus_query(
             info.context, query, epoch(time), epoch(start), epoch(end), step
         )
         return RawQueryResult.from_record(rec)

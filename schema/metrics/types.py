@@ -13,9 +13,9 @@ from enum import Enum
 from typing import Annotated
 
 import strawberry
-from openrl_inspect.adapters import prometheus as gm
+from openrl_inspect.adapters import prometheus
 from openrl_inspect.adapters.prometheus import RawAnswer, Sample
-from openrl_inspect.resolvers.metrics import reads as M
+from openrl_inspect.resolvers.metrics import reads as metrics_reads
 from openrl_inspect.schema.common import as_json, ts
 from strawberry.scalars import JSON
 
@@ -47,17 +47,17 @@ def _at(t: float) -> datetime:
 @strawberry.enum(description="What a GPU chart can show.")
 class GpuChartMetric(Enum):
     DUTY = strawberry.enum_value(
-        gm.DUTY,
+        prometheus.DUTY,
         description="DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1), else DCGM_FI_DEV_GPU_UTIL / 100.",
     )
-    GR_ENGINE_ACTIVE = gm.GR_ENGINE_ACTIVE
-    SM_ACTIVE = gm.SM_ACTIVE
-    PIPE_TENSOR_ACTIVE = gm.PIPE_TENSOR_ACTIVE
-    DRAM_ACTIVE = gm.DRAM_ACTIVE
-    GPU_UTIL = gm.GPU_UTIL
-    FB_USED = gm.FB_USED
-    POWER_USAGE = gm.POWER_USAGE
-    GPU_TEMP = gm.GPU_TEMP
+    GR_ENGINE_ACTIVE = prometheus.GR_ENGINE_ACTIVE
+    SM_ACTIVE = prometheus.SM_ACTIVE
+    PIPE_TENSOR_ACTIVE = prometheus.PIPE_TENSOR_ACTIVE
+    DRAM_ACTIVE = prometheus.DRAM_ACTIVE
+    GPU_UTIL = prometheus.GPU_UTIL
+    FB_USED = prometheus.FB_USED
+    POWER_USAGE = prometheus.POWER_USAGE
+    GPU_TEMP = prometheus.GPU_TEMP
 
 
 @strawberry.type(description="A GPU's mean duty (0..1) over a window, from DCGM.")
@@ -79,7 +79,7 @@ class GpuDuty:
     window_end: datetime
 
     @classmethod
-    def from_record(cls, rec: M.GpuDutyRecord) -> GpuDuty:
+    def from_record(cls, rec: metrics_reads.GpuDutyRecord) -> GpuDuty:
         d = rec.duty
         return cls(
             uuid=rec.uuid,
@@ -101,7 +101,7 @@ class NodeDuty:
     window_end: datetime
 
     @classmethod
-    def from_record(cls, rec: M.NodeDutyRecord) -> NodeDuty:
+    def from_record(cls, rec: metrics_reads.NodeDutyRecord) -> NodeDuty:
         d = rec.duty
         return cls(
             node=rec.node,
@@ -135,7 +135,7 @@ class GpuSeries:
     truncated: bool
 
     @classmethod
-    def from_record(cls, rec: M.GpuSeriesRecord) -> GpuSeries:
+    def from_record(cls, rec: metrics_reads.GpuSeriesRecord) -> GpuSeries:
         s = rec.series
         return cls(
             uuid=rec.uuid,
@@ -171,7 +171,7 @@ class HeldGpu:
     spans: list[HeldSpan]
 
     @classmethod
-    def from_record(cls, rec: M.HeldGpu) -> HeldGpu:
+    def from_record(cls, rec: metrics_reads.HeldGpu) -> HeldGpu:
         act = rec.activity
         return cls(
             uuid=rec.uuid,
@@ -217,7 +217,7 @@ class GpuActivity:
     gpus: list[HeldGpu]
 
     @classmethod
-    def from_record(cls, rec: M.GpuActivityRecord) -> GpuActivity:
+    def from_record(cls, rec: metrics_reads.GpuActivityRecord) -> GpuActivity:
         act = rec.activity
         return cls(
             window_seconds=rec.window_s,
@@ -244,7 +244,7 @@ class VllmStats:
     ttft_p95_seconds: float | None
 
     @classmethod
-    def from_record(cls, rec: gm.VllmStats) -> VllmStats:
+    def from_record(cls, rec: prometheus.VllmStats) -> VllmStats:
         return cls(
             requests_running=rec.requests_running,
             requests_waiting=rec.requests_waiting,
@@ -263,7 +263,7 @@ class SamplerStats:
     stats: VllmStats | None = strawberry.field(description="Null when it exports no vLLM metrics.")
 
     @classmethod
-    def from_record(cls, rec: M.SamplerRecord) -> SamplerStats:
+    def from_record(cls, rec: metrics_reads.SamplerRecord) -> SamplerStats:
         return cls(
             pod=rec.pod,
             worker_id=strawberry.ID(rec.worker_id) if rec.worker_id else None,

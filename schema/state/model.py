@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
@@ -100,12 +100,12 @@ class Model(
     async def steps(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[StepT]:
-        page = await R.model_steps(info.context, self.id, first, after)
+        page = await state_reads.model_steps(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="One step by number; null when not kept.")
     async def step(self, info: Info, number: int) -> StepT | None:
-        rec = await R.model_step(info.context, self.id, number)
+        rec = await state_reads.model_step(info.context, self.id, number)
         return shown(rec) if rec else None
 
     @strawberry.field(
@@ -115,19 +115,19 @@ class Model(
     async def open_ops(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[OpT]:
-        page = await R.open_ops(info.context, self.id, first, after)
+        page = await state_reads.open_ops(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Workers that served this model, most recently seen first.")
     async def workers(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[WorkerT]:
-        page = await R.model_workers(info.context, self.id, first, after)
+        page = await state_reads.model_workers(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Placements recorded in Redis (history), newest first.")
     async def placements(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[PlacementT]:
-        page = await R.placements(info.context, self.id, first, after)
+        page = await state_reads.placements(info.context, self.id, first, after)
         return Connection.of(page, shown)

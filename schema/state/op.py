@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, OpHealth, as_json, span, ts
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.records import OpRecord
@@ -72,14 +72,14 @@ class Op:
         "live worker) or LOST (its worker stopped heartbeating before it finished)."
     )
     async def health(self, info: Info) -> OpHealth:
-        return OpHealth(await R.op_health(info.context, self._record))
+        return OpHealth(await state_reads.op_health(info.context, self._record))
 
     @strawberry.field
     async def worker(self, info: Info) -> WorkerT | None:
-        rec = await R.worker_of(info.context, self.worker_id)
+        rec = await state_reads.worker_of(info.context, self.worker_id)
         return shown(rec) if rec else None
 
     @strawberry.field
     async def model(self, info: Info) -> ModelT | None:
-        rec = await R.model_of(info.context, self.model_id)
+        rec = await state_reads.model_of(info.context, self.model_id)
         return shown(rec) if rec else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, ModelState, SessionState
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.state.model import Model
@@ -22,35 +22,35 @@ class StateQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[Session]:
-        page = await R.sessions(info.context, state is SessionState.LIVE, first, after)
+        page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
         return Connection.of(page, Session.from_record)
 
     @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
     async def models(
         self, info: Info, state: ModelState, first: int | None = None, after: str | None = None
     ) -> Connection[Model]:
-        page = await R.models_in_state(info.context, state, first, after)
+        page = await state_reads.models_in_state(info.context, state, first, after)
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")
     async def session(self, info: Info, id: strawberry.ID) -> Session | None:
-        return Session.from_record(await R.session(info.context, id))
+        return Session.from_record(await state_reads.session(info.context, id))
 
     @strawberry.field(description="A model by id; null with a NOT_FOUND error when unknown.")
     async def model(self, info: Info, id: strawberry.ID) -> Model | None:
-        return Model.from_record(await R.model(info.context, id))
+        return Model.from_record(await state_reads.model(info.context, id))
 
     @strawberry.field(description="An op by id, wherever its model is.")
     async def op(self, info: Info, id: strawberry.ID) -> Op | None:
-        return Op.from_record(await R.op(info.context, id))
+        return Op.from_record(await state_reads.op(info.context, id))
 
     @strawberry.field
     async def worker(self, info: Info, id: strawberry.ID) -> Worker | None:
-        return Worker.from_record(await R.worker(info.context, id))
+        return Worker.from_record(await state_reads.worker(info.context, id))
 
     @strawberry.field(description="Workers by latest heartbeat, newest first.")
     async def workers(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[Worker]:
-        page = await R.workers(info.context, first, after)
+        page = await state_reads.workers(info.context, first, after)
         return Connection.of(page, Worker.from_record)

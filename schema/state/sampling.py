@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Annotated, Protocol, cast
 
 import strawberry
-from openrl_inspect.resolvers.state import sampling_reads as S
+from openrl_inspect.resolvers.state import sampling_reads
 from openrl_inspect.resolvers.state.sampling import BatchBasics
 from openrl_inspect.resolvers.state.sampling import SamplingStats as Stats
 from openrl_inspect.schema.common import Info, ts
@@ -21,7 +21,8 @@ from openrl_inspect.state.records import SamplerBatchRecord
 StatsWindow = Annotated[
     float,
     strawberry.argument(
-        description=f"Seconds before now (from {S.MIN_WINDOW_S:g} to {S.MAX_WINDOW_S:g})."
+        description=f"Seconds before now (from {sampling_reads.MIN_WINDOW_S:g} to "
+        f"{sampling_reads.MAX_WINDOW_S:g})."
     ),
 ]
 
@@ -179,14 +180,14 @@ class ModelSamplingFields:
         "throughput; from the batches its samplers recorded."
     )
     async def sampler_batch_stats(
-        self, info: Info, window_seconds: StatsWindow = S.DEFAULT_WINDOW_S
+        self, info: Info, window_seconds: StatsWindow = sampling_reads.DEFAULT_WINDOW_S
     ) -> SamplingStats | None:
-        stats = await S.model_sampling(info.context, _own_id(self), window_seconds)
+        stats = await sampling_reads.model_sampling(info.context, _own_id(self), window_seconds)
         return SamplingStats.from_stats(stats)
 
     @strawberry.field(description="The batches its samplers recorded, newest first.")
     async def sampler_batches(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[SamplerBatch]:
-        page = await S.sampler_batches(info.context, _own_id(self), first, after)
+        page = await sampling_reads.sampler_batches(info.context, _own_id(self), first, after)
         return Connection.of(page, SamplerBatch.from_record)

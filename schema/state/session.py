@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.logs.types import SessionLogFields
@@ -55,5 +55,5 @@ class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
     async def models(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[ModelT]:
-        page = await R.session_models(info.context, self.id, first, after)
+        page = await state_reads.session_models(info.context, self.id, first, after)
         return Connection.of(page, shown)

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, as_json, span, ts
 from openrl_inspect.schema.connection import Connection
 from openrl_inspect.schema.shown import shown, shows
@@ -52,5 +52,5 @@ class Step:
     async def ops(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> Connection[OpT]:
-        page = await R.step_ops(info.context, self.model_id, self.number, first, after)
+        page = await state_reads.step_ops(info.context, self.model_id, self.number, first, after)
         return Connection.of(page, shown)

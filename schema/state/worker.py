@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.state import reads as R
+from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.links import WorkerClusterFields
 from openrl_inspect.schema.common import Info, as_json, ts
 from openrl_inspect.schema.metrics.fields import WorkerMetricsFields
@@ -59,9 +59,9 @@ class Worker(WorkerClusterFields, WorkerMetricsFields):
 
     @strawberry.field(description="True while heartbeats are fresher than the stale threshold.")
     def alive(self, info: Info) -> bool:
-        return R.worker_alive(info.context, self._record)
+        return state_reads.worker_alive(info.context, self._record)
 
     @strawberry.field
     async def model(self, info: Info) -> ModelT | None:
-        rec = await R.model_of(info.context, self.model_id)
+        rec = await state_reads.model_of(info.context, self.model_id)
         return shown(rec) if rec else None

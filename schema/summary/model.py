@@ -9,8 +9,8 @@ import strawberry
 from openrl_inspect.core import domain
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Diagnosis
-from openrl_inspect.resolvers.state import reads as S
-from openrl_inspect.resolvers.summary import model as R
+from openrl_inspect.resolvers.state import reads as state_reads
+from openrl_inspect.resolvers.summary import model as summary_model
 from openrl_inspect.schema.common import Info, ts
 from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
@@ -75,7 +75,9 @@ class ModelSummary:
     workers_total: int
 
     @classmethod
-    def from_record(cls, s: R.ModelSummary, describe: Describe | None = None) -> ModelSummary:
+    def from_record(
+        cls, s: summary_model.ModelSummary, describe: Describe | None = None
+    ) -> ModelSummary:
         err = s.last_error
         d = s.diagnosis
         return cls(
@@ -134,11 +136,11 @@ class ModelSummaryFields:
         if not 1 <= steps <= info.context.bounds.max_page_size:
             raise InvalidInput(f"steps must be between 1 and {info.context.bounds.max_page_size}")
         ctx = info.context
-        rec = await S.model(ctx, self.id)
-        found = await R.model_summary(ctx, rec, steps)
+        rec = await state_reads.model(ctx, self.id)
+        found = await summary_model.model_summary(ctx, rec, steps)
 
         def render(d: Diagnosis) -> ModelSummary:
-            trial = replace(found, diagnosis=d, reasons=R.reasons(d, found.waiting_s))
+            trial = replace(found, diagnosis=d, reasons=summary_model.reasons(d, found.waiting_s))
             return ModelSummary.from_record(trial, ctx.logs.describe)
 
         return fitted(found.diagnosis, render, MODEL_SUMMARY_TOKENS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from openrl_inspect.resolvers.summary import model as R
-from openrl_inspect.resolvers.summary import rollup as RU
+from openrl_inspect.resolvers.summary import model as summary_model
+from openrl_inspect.resolvers.summary import rollup as summary_rollup
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.shown import shown
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
@@ -31,7 +31,7 @@ class ModelBrief:
     waiting_seconds: float | None
 
     @classmethod
-    def from_record(cls, s: R.ModelSummary, describe: Describe | None) -> ModelBrief:
+    def from_record(cls, s: summary_model.ModelSummary, describe: Describe | None) -> ModelBrief:
         d = s.diagnosis
         top = d.causes[0] if d.causes else None
         return cls(
@@ -71,7 +71,9 @@ class SessionSummary:
     unknown: list[UnknownBackend]
 
     @classmethod
-    def from_record(cls, s: RU.SessionSummary, describe: Describe | None) -> SessionSummary:
+    def from_record(
+        cls, s: summary_rollup.SessionSummary, describe: Describe | None
+    ) -> SessionSummary:
         return cls(
             models=s.models,
             truncated=s.truncated,
@@ -106,7 +108,7 @@ class SessionSummaryFields:
     )
     async def summary(self, info: Info, worst: int = 5) -> SessionSummary:
         ctx = info.context
-        found = await RU.session_summary(ctx, self.id, worst)
+        found = await summary_rollup.session_summary(ctx, self.id, worst)
         return SessionSummary.from_record(found, ctx.logs.describe)
 
 
@@ -119,7 +121,7 @@ class SummaryQuery:
     )
     async def attention(self, info: Info, first: int = 10, scan: int = 50) -> Attention:
         ctx = info.context
-        found = await RU.attention(ctx, first, scan)
+        found = await summary_rollup.attention(ctx, first, scan)
         return Attention(
             models=[ModelBrief.from_record(m, ctx.logs.describe) for m in found.models],
             scanned=found.scanned,

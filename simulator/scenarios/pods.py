@@ -24,8 +24,8 @@ from functools import partial
 
 from openrl_inspect.simulator.kube_staging import Staging
 from openrl_inspect.simulator.kube_twin import NAMESPACE
-from openrl_inspect.simulator.scenarios import events as ev
-from openrl_inspect.simulator.scenarios import objects as ob
+from openrl_inspect.simulator.scenarios import events as scenario_events
+from openrl_inspect.simulator.scenarios import objects as scenario_objects
 from openrl_inspect.simulator.scenarios.base import (
     BEFORE_NOW_S,
     hold,
@@ -48,44 +48,48 @@ MISSING_SECRET = 'secret "openrl-hf-token" not found'
 RUN_S = 15.0  # how long the crash-looping trainer runs before it exits
 
 
-def _pod_ref(model: SimModel, role: str) -> ev.Json:
-    name = ob.pod_name(model.id, role)
-    return ev.regarding("Pod", name, f"uid-pod-{name}", fieldPath=f"spec.containers{{{role}}}")
+def _pod_ref(model: SimModel, role: str) -> scenario_events.Json:
+    name = scenario_objects.pod_name(model.id, role)
+    return scenario_events.regarding(
+        "Pod", name, f"uid-pod-{name}", fieldPath=f"spec.containers{{{role}}}"
+    )
 
 
-def _up(sim: Simulation, model: SimModel, role: str, since: float) -> ob.Json:
+def _up(sim: Simulation, model: SimModel, role: str, since: float) -> scenario_objects.Json:
     """A worker pod running and ready since ``since``."""
     placed = model.placed_at or since
-    return ob.worker_pod(
+    return scenario_objects.worker_pod(
         model.id,
         role,
         created=placed,
         node=sim.node_of(model),
         phase="Running",
-        conditions=ob.running_conditions(placed, since),
-        statuses=[ob.container_status(role, ob.running(since), ready=True)],
+        conditions=scenario_objects.running_conditions(placed, since),
+        statuses=[
+            scenario_objects.container_status(role, scenario_objects.running(since), ready=True)
+        ],
     )
 
 
 def _oom(sim: Simulation, model: SimModel, killed: float) -> Staging:
     node = sim.node_of(model)
     started = model.active_at or killed
-    last = ob.terminated("OOMKilled", 137, started, killed)
-    sampler = ob.worker_pod(
+    last = scenario_objects.terminated("OOMKilled", 137, started, killed)
+    sampler = scenario_objects.worker_pod(
         model.id,
         "sampler",
         created=model.placed_at or started,
         node=node,
         phase="Running",
-        conditions=ob.running_conditions(model.placed_at or started, killed + 12),
+        conditions=scenario_objects.running_conditions(model.placed_at or started, killed + 12),
         statuses=[
-            ob.container_status(
-                "sampler", ob.running(killed + 2), ready=True, restarts=1, last=last
+            scenario_objects.container_status(
+                "sampler", scenario_objects.running(killed + 2), ready=True, restarts=1, last=last
             )
         ],
     )
-    ref = ev.regarding("Node", node, f"uid-{node}", namespace="")
-    oom = ev.core_event(
+    ref = scenario_events.regarding("Node", node, f"uid-{node}", namespace="")
+    oom = scenario_events.core_event(
         ref, "OOMKilling", OOM_NOTE, component="kernel-monitor", host=node, first=killed
     )
     return Staging((sampler, oom))
@@ -106,19 +110,19 @@ def _crash_loop(sim: Simulation, model: SimModel) -> Staging:
     placed = model.placed_at or sim.now
     first_exit = placed + 20 + RUN_S
     restarts, last_exit = crash_restarts(first_exit, sim.now)
-    name = ob.pod_name(model.id, "trainer")
+    name = scenario_objects.pod_name(model.id, "trainer")
     pod = f"{name}_{NAMESPACE}(uid-pod-{name})"
     back_off = f"back-off 5m0s restarting failed container=trainer pod={pod}"
-    last = ob.terminated("Error", 1, last_exit - RUN_S, last_exit, BAD_CONFIG)
-    trainer = ob.worker_pod(
+    last = scenario_objects.terminated("Error", 1, last_exit - RUN_S, last_exit, BAD_CONFIG)
+    trainer = scenario_objects.worker_pod(
         model.id,
         "trainer",
         created=placed,
         node=sim.node_of(model),
         phase="Running",
-        conditions=ob.running_conditions(placed, None, "trainer"),
+        conditions=scenario_objects.running_conditions(placed, None, "trainer"),
         statuses=[
-            ob.container_status(
+            scenario_objects.container_status(
                 "trainer",
                 {"waiting": {"reason": "CrashLoopBackOff", "message": back_off}},
                 restarts=restarts,
@@ -127,7 +131,7 @@ def _crash_loop(sim: Simulation, model: SimModel) -> Staging:
         ],
     )
     note = f"Back-off restarting failed container trainer in pod {pod}"
-    event = ev.core_event(
+    event = scenario_events.core_event(
         _pod_ref(model, "trainer"),
         "BackOff",
         note,
@@ -148,18 +152,18 @@ def _not_starting(
     placed = model.placed_at or sim.now
     other = "sampler" if role == "trainer" else "trainer"
     image = BAD_IMAGE if waiting["reason"] == "ImagePullBackOff" else None
-    pod = ob.worker_pod(
+    pod = scenario_objects.worker_pod(
         model.id,
         role,
         created=placed,
         node=sim.node_of(model),
         phase="Pending",
-        conditions=ob.running_conditions(placed, None, role),
-        statuses=[ob.container_status(role, {"waiting": waiting}, image=image)],
+        conditions=scenario_objects.running_conditions(placed, None, role),
+        statuses=[scenario_objects.container_status(role, {"waiting": waiting}, image=image)],
         image=image,
     )
-    count, last = ev.repeats(placed + 5, 120.0, sim.now)
-    event = ev.core_event(
+    count, last = scenario_events.repeats(placed + 5, 120.0, sim.now)
+    event = scenario_events.core_event(
         _pod_ref(model, role),
         "Failed",
         failed,
@@ -195,10 +199,17 @@ def _gpu_unhealthy(sim: Simulation, model: SimModel, tainted: float) -> Staging:
     node = node_of(sim, model)
     trainer_gpu = model.workers[0][3][0]
     index = next(g.index for g in node.gpus if g.uuid == trainer_gpu)
-    taint = {"key": XID_TAINT, "value": "79", "effect": "NoSchedule", "timeAdded": ob.iso(tainted)}
+    taint = {
+        "key": XID_TAINT,
+        "value": "79",
+        "effect": "NoSchedule",
+        "timeAdded": scenario_objects.iso(tainted),
+    }
     # The driver republishes the pool with the taint: a new generation.
     created = model.created_at - 86_400
-    return Staging((ob.resource_slice(node, created, generation=2, taints={index: [taint]}),))
+    return Staging(
+        (scenario_objects.resource_slice(node, created, generation=2, taints={index: [taint]}),)
+    )
 
 
 def stage(sim: Simulation, sid: str, now: float) -> None:

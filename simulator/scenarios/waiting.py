@@ -25,9 +25,9 @@ from functools import partial
 from openrl_inspect.adapters.kubernetes import GPU_RESOURCE
 from openrl_inspect.simulator.kube_staging import KubeStage, Staging
 from openrl_inspect.simulator.kube_twin import NAMESPACE, flavor, workload_name
-from openrl_inspect.simulator.scenarios import events as ev
-from openrl_inspect.simulator.scenarios import kueue as kq
-from openrl_inspect.simulator.scenarios import objects as ob
+from openrl_inspect.simulator.scenarios import events as scenario_events
+from openrl_inspect.simulator.scenarios import kueue as scenario_kueue
+from openrl_inspect.simulator.scenarios import objects as scenario_objects
 from openrl_inspect.simulator.scenarios.base import hold, requeue, run_until, stage_kube, staged
 from openrl_inspect.simulator.sim import SimModel, Simulation
 
@@ -42,8 +42,8 @@ DEACTIVATED = (
 )
 
 
-def _wl_ref(model: SimModel) -> ev.Json:
-    return ev.regarding("Workload", workload_name(model.id), f"uid-wl-{model.id}")
+def _wl_ref(model: SimModel) -> scenario_events.Json:
+    return scenario_events.regarding("Workload", workload_name(model.id), f"uid-wl-{model.id}")
 
 
 def _quota(sim: Simulation, model: SimModel, since: float) -> Staging:
@@ -51,11 +51,11 @@ def _quota(sim: Simulation, model: SimModel, since: float) -> Staging:
         "couldn't assign flavors to pod set trainer: insufficient unused quota for "
         f"{GPU_RESOURCE} in flavor {flavor('h100')}, 6 more needed"
     )
-    wl = kq.workload(
-        model.id, since, [kq.cond("QuotaReserved", "False", since, "Pending", message)]
+    wl = scenario_kueue.workload(
+        model.id, since, [scenario_kueue.cond("QuotaReserved", "False", since, "Pending", message)]
     )
-    count, last = ev.repeats(since, 60.0, sim.now)
-    event = ev.core_event(
+    count, last = scenario_events.repeats(since, 60.0, sim.now)
+    event = scenario_events.core_event(
         _wl_ref(model),
         "Pending",
         message,
@@ -73,21 +73,25 @@ def _not_queued(sim: Simulation, model: SimModel) -> Staging:
 
 
 def _preempted(sim: Simulation, model: SimModel, at: float) -> Staging:
-    message = kq.preemption_message(PREEMPTOR)
+    message = scenario_kueue.preemption_message(PREEMPTOR)
     conditions = [
-        kq.cond("QuotaReserved", "False", at + 2, "Pending", message),
-        kq.cond("Evicted", "True", at, "Preempted", message),
-        kq.cond("Preempted", "True", at, "InClusterQueue", message),
-        kq.cond("Admitted", "False", at + 2, *kq.NO_RESERVATION),
-        kq.cond("Requeued", "True", at + 2, "Preempted", message),
-        kq.cond("PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"),
+        scenario_kueue.cond("QuotaReserved", "False", at + 2, "Pending", message),
+        scenario_kueue.cond("Evicted", "True", at, "Preempted", message),
+        scenario_kueue.cond("Preempted", "True", at, "InClusterQueue", message),
+        scenario_kueue.cond("Admitted", "False", at + 2, *scenario_kueue.NO_RESERVATION),
+        scenario_kueue.cond("Requeued", "True", at + 2, "Preempted", message),
+        scenario_kueue.cond(
+            "PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"
+        ),
     ]
     ref = _wl_ref(model)
     return Staging(
         (
-            kq.workload(model.id, model.created_at, conditions),
-            ev.core_event(ref, "Preempted", message, component=KUEUE, first=at, warning=False),
-            ev.core_event(
+            scenario_kueue.workload(model.id, model.created_at, conditions),
+            scenario_events.core_event(
+                ref, "Preempted", message, component=KUEUE, first=at, warning=False
+            ),
+            scenario_events.core_event(
                 ref,
                 "EvictedDueToPreempted",
                 message,
@@ -102,16 +106,20 @@ def _preempted(sim: Simulation, model: SimModel, at: float) -> Staging:
 def _evicted(sim: Simulation, model: SimModel, at: float) -> Staging:
     message = f"Exceeded the PodsReady timeout {NAMESPACE}/{workload_name(model.id)}"
     conditions = [
-        kq.cond("QuotaReserved", "False", at, "Pending", message),
-        kq.cond("Evicted", "True", at, "PodsReadyTimeout", message),
-        kq.cond("Admitted", "False", at, *kq.NO_RESERVATION),
-        kq.cond(
+        scenario_kueue.cond("QuotaReserved", "False", at, "Pending", message),
+        scenario_kueue.cond("Evicted", "True", at, "PodsReadyTimeout", message),
+        scenario_kueue.cond("Admitted", "False", at, *scenario_kueue.NO_RESERVATION),
+        scenario_kueue.cond(
             "Requeued", "True", at + 60, "BackoffFinished", "The workload backoff was finished"
         ),
-        kq.cond("PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"),
+        scenario_kueue.cond(
+            "PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"
+        ),
     ]
-    wl = kq.workload(model.id, model.created_at, conditions, status=kq.requeue_state(1, at + 60))
-    event = ev.core_event(
+    wl = scenario_kueue.workload(
+        model.id, model.created_at, conditions, status=scenario_kueue.requeue_state(1, at + 60)
+    )
+    event = scenario_events.core_event(
         _wl_ref(model),
         "EvictedDueToPodsReadyTimeout",
         message,
@@ -125,24 +133,30 @@ def _evicted(sim: Simulation, model: SimModel, at: float) -> Staging:
 def _inactive(sim: Simulation, model: SimModel, at: float) -> Staging:
     retries = "exceeding the maximum number of re-queuing retries"
     conditions = [
-        kq.cond("QuotaReserved", "False", at, "Pending", DEACTIVATED),
-        kq.cond("Evicted", "True", at, "DeactivatedDueToRequeuingLimitExceeded", DEACTIVATED),
-        kq.cond("Admitted", "False", at, *kq.NO_RESERVATION),
-        kq.cond("Requeued", "False", at, "RequeuingLimitExceeded", retries),
+        scenario_kueue.cond("QuotaReserved", "False", at, "Pending", DEACTIVATED),
+        scenario_kueue.cond(
+            "Evicted", "True", at, "DeactivatedDueToRequeuingLimitExceeded", DEACTIVATED
+        ),
+        scenario_kueue.cond("Admitted", "False", at, *scenario_kueue.NO_RESERVATION),
+        scenario_kueue.cond("Requeued", "False", at, "RequeuingLimitExceeded", retries),
     ]
-    status = kq.requeue_state(5, at)
+    status = scenario_kueue.requeue_state(5, at)
     return Staging(
-        (kq.workload(model.id, model.created_at, conditions, active=False, status=status),)
+        (
+            scenario_kueue.workload(
+                model.id, model.created_at, conditions, active=False, status=status
+            ),
+        )
     )
 
 
 def _inadmissible(sim: Simulation, model: SimModel) -> Staging:
     since = model.created_at + 1
     message = f"LocalQueue {TYPO_QUEUE} doesn't exist"
-    conditions = [kq.cond("QuotaReserved", "False", since, "Inadmissible", message)]
-    wl = kq.workload(model.id, model.created_at, conditions, queue=TYPO_QUEUE)
-    count, last = ev.repeats(since, 300.0, sim.now)
-    event = ev.core_event(
+    conditions = [scenario_kueue.cond("QuotaReserved", "False", since, "Inadmissible", message)]
+    wl = scenario_kueue.workload(model.id, model.created_at, conditions, queue=TYPO_QUEUE)
+    count, last = scenario_events.repeats(since, 300.0, sim.now)
+    event = scenario_events.core_event(
         _wl_ref(model),
         "Pending",
         message,
@@ -162,14 +176,14 @@ def _admission_check(sim: Simulation, model: SimModel) -> Staging:
         "fulfill the request."
     )
     conditions = [
-        kq.cond(
+        scenario_kueue.cond(
             "QuotaReserved",
             "True",
             since,
             "QuotaReserved",
             "Quota reserved in ClusterQueue openrl-cq",
         ),
-        kq.cond(
+        scenario_kueue.cond(
             "Admitted", "False", since, "UnsatisfiedChecks", "The workload has not all checks ready"
         ),
     ]
@@ -177,27 +191,31 @@ def _admission_check(sim: Simulation, model: SimModel) -> Staging:
         "name": "openrl-dws",
         "state": "Pending",
         "message": waiting,
-        "lastTransitionTime": ob.iso(since),
+        "lastTransitionTime": scenario_objects.iso(since),
     }
-    status = {"admission": kq.admission("h100", 2), "admissionChecks": [check]}
-    return Staging((kq.workload(model.id, model.created_at, conditions, status=status),))
+    status = {"admission": scenario_kueue.admission("h100", 2), "admissionChecks": [check]}
+    return Staging(
+        (scenario_kueue.workload(model.id, model.created_at, conditions, status=status),)
+    )
 
 
-def _admitted(model: SimModel, at: float) -> list[ob.Json]:
+def _admitted(model: SimModel, at: float) -> list[scenario_objects.Json]:
     """Its Workload admitted at ``at``, and so its JobSet running and its Jobs created
     (their pods are the scenario's)."""
     conditions = [
-        kq.cond(
+        scenario_kueue.cond(
             "QuotaReserved", "True", at, "QuotaReserved", "Quota reserved in ClusterQueue openrl-cq"
         ),
-        kq.cond("Admitted", "True", at, "Admitted", "The workload is admitted"),
-        kq.cond("PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"),
+        scenario_kueue.cond("Admitted", "True", at, "Admitted", "The workload is admitted"),
+        scenario_kueue.cond(
+            "PodsReady", "False", at, "PodsReady", "Not all pods are ready or succeeded"
+        ),
     ]
-    status = {"admission": kq.admission("h100", CLAIM_GPUS)}
+    status = {"admission": scenario_kueue.admission("h100", CLAIM_GPUS)}
     return [
-        kq.workload(model.id, model.created_at, conditions, status=status),
-        kq.jobset(model.id, model.created_at, suspended=False),
-        *(kq.child_job(model.id, role, at + 0.5) for role in kq.ROLES),
+        scenario_kueue.workload(model.id, model.created_at, conditions, status=status),
+        scenario_kueue.jobset(model.id, model.created_at, suspended=False),
+        *(scenario_kueue.child_job(model.id, role, at + 0.5) for role in scenario_kueue.ROLES),
     ]
 
 
@@ -208,29 +226,31 @@ def _unschedulable(sim: Simulation, model: SimModel, at: float) -> Staging:
         f"0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling."
     )
     # Unschedulable pods are retried on cluster events, and every five minutes at least.
-    count, last = ev.repeats(at + 2, 300.0, sim.now)
+    count, last = scenario_events.repeats(at + 2, 300.0, sim.now)
     objects = _admitted(model, at)
-    for role in kq.ROLES:
-        name = ob.pod_name(model.id, role)
-        failed = ob.condition("PodScheduled", "False", at + 2, "Unschedulable", message)
-        pod = ob.worker_pod(
+    for role in scenario_kueue.ROLES:
+        name = scenario_objects.pod_name(model.id, role)
+        failed = scenario_objects.condition(
+            "PodScheduled", "False", at + 2, "Unschedulable", message
+        )
+        pod = scenario_objects.worker_pod(
             model.id, role, created=at + 1, node=None, phase="Pending", conditions=[failed]
         )
-        ref = ev.regarding("Pod", name, f"uid-pod-{name}")
+        ref = scenario_events.regarding("Pod", name, f"uid-pod-{name}")
         objects += [
             pod,
-            ob.pending_claim(name, at + 1, CLAIM_GPUS),
-            ev.scheduler_event(ref, message, first=at + 2, last=last, count=count),
+            scenario_objects.pending_claim(name, at + 1, CLAIM_GPUS),
+            scenario_events.scheduler_event(ref, message, first=at + 2, last=last, count=count),
         ]
     return Staging(tuple(objects))
 
 
 def _claim_unallocated(sim: Simulation, model: SimModel, at: float) -> Staging:
-    count, last = ev.repeats(at + 1, 300.0, sim.now)
+    count, last = scenario_events.repeats(at + 1, 300.0, sim.now)
     objects = _admitted(model, at)
-    for role in kq.ROLES:
-        name = ob.pod_name(model.id, role)
-        pod = ob.worker_pod(
+    for role in scenario_kueue.ROLES:
+        name = scenario_objects.pod_name(model.id, role)
+        pod = scenario_objects.worker_pod(
             model.id,
             role,
             created=at + 1,
@@ -244,8 +264,8 @@ def _claim_unallocated(sim: Simulation, model: SimModel, at: float) -> Staging:
             f'PodResourceClaim gpus: resource claim template "{MISSING_TEMPLATE}": '
             f'resourceclaimtemplate.resource.k8s.io "{MISSING_TEMPLATE}" not found'
         )
-        ref = ev.regarding("Pod", name, f"uid-pod-{name}")
-        event = ev.core_event(
+        ref = scenario_events.regarding("Pod", name, f"uid-pod-{name}")
+        event = scenario_events.core_event(
             ref,
             "FailedResourceClaimCreation",
             note,
@@ -281,5 +301,5 @@ def stage(sim: Simulation, sid: str, now: float) -> None:
             run_until(sim, model, now - 705, 20)
             requeue(sim, model, now - 700)
         elif name == "evicted":
-            hold(sim, model, now - 1500, silent=kq.ROLES)
+            hold(sim, model, now - 1500, silent=scenario_kueue.ROLES)
             requeue(sim, model, now - 900)

@@ -22,8 +22,7 @@ from typing import Any
 
 import fakeredis
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.settings import Settings, Switches
@@ -76,8 +75,10 @@ def world() -> Iterator[World]:
 
 
 @generated(80)
-@given(data=st.data())
-def test_fast_and_stock_answer_byte_for_byte_alike(world: World, data: st.DataObject) -> None:
+@given(data=strategies.data())
+def test_fast_and_stock_answer_byte_for_byte_alike(
+    world: World, data: strategies.DataObject
+) -> None:
     check_generated(world, data)
 
 

@@ -30,7 +30,7 @@ from openrl_inspect.simulator import SimConfig, Simulation
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.state import keys
 from openrl_inspect.state.records import ModelRecord
-from support import pod_log_samples as S
+from support import pod_log_samples
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 from support.fake_kube import FakeKube, fake_kube
 from support.harness import app_client, gql, populate
@@ -524,11 +524,14 @@ async def test_session_logs_merge_its_models(world: World, cloud: CloudLoggingSo
 async def _lora_a(world: World) -> datetime:
     """The sample pods' model in Redis: failed three minutes into the sample logs, with
     two client lines."""
-    failed = S.T0 + timedelta(minutes=3)
+    failed = pod_log_samples.T0 + timedelta(minutes=3)
     rec = world.sim.rec
-    rec.session_opened("sess-a", "alice", at=(S.T0 - timedelta(hours=1)).timestamp())
+    rec.session_opened("sess-a", "alice", at=(pod_log_samples.T0 - timedelta(hours=1)).timestamp())
     rec.model_created(
-        "lora-a", "sess-a", "Qwen/Qwen3-8B", at=(S.T0 - timedelta(hours=1)).timestamp()
+        "lora-a",
+        "sess-a",
+        "Qwen/Qwen3-8B",
+        at=(pod_log_samples.T0 - timedelta(hours=1)).timestamp(),
     )
     rec.model_state("lora-a", "failed", reason="trainer OOM", at=failed.timestamp())
     rec.client_log(
@@ -536,7 +539,7 @@ async def _lora_a(world: World) -> datetime:
         "INFO",
         "step 5 submitted",
         {"step": 5},
-        at=(S.T0 + timedelta(seconds=61)).timestamp(),
+        at=(pod_log_samples.T0 + timedelta(seconds=61)).timestamp(),
     )
     rec.client_log(
         "lora-a", "ERROR", "step 6 failed", None, at=(failed + timedelta(seconds=1)).timestamp()
@@ -554,20 +557,20 @@ async def test_pod_logs_from_kubernetes_when_cloud_logging_is_missing_or_down(
     cloud_down: bool,
 ) -> None:
     failed = await _lora_a(world)
-    S.load(fake_kube)
+    pod_log_samples.load(fake_kube)
     start, end = failed - timedelta(minutes=10), failed + timedelta(minutes=2)
     fake_cloud_logging.fail_status = 503
     cloud = CloudLoggingSource(settings_for(fake_cloud_logging)) if cloud_down else None
     try:
         async with synced_source(fake_kube, tmp_path) as kube:
-            pods = PodLogSource.for_cluster(kube, clock=S.NOW.timestamp)
+            pods = PodLogSource.for_cluster(kube, clock=pod_log_samples.NOW.timestamp)
             async with app_client(
                 world.store, kubernetes=kube, pod_logs=pods, logs=cloud
             ) as client:
                 body = await gql(client, MODEL_LOGS, id="lora-a")
                 pod_body = await gql(
                     client,
-                    f'{{ pod(namespace: "{S.NS}", name: "{S.SAMPLER}") {{ name logs(since: "{start.isoformat()}", until: "{end.isoformat()}") {{ {LOGS} }} }} }}',
+                    f'{{ pod(namespace: "{pod_log_samples.NS}", name: "{pod_log_samples.SAMPLER}") {{ name logs(since: "{start.isoformat()}", until: "{end.isoformat()}") {{ {LOGS} }} }} }}',
                 )
     finally:
         if cloud is not None:
@@ -578,7 +581,9 @@ async def test_pod_logs_from_kubernetes_when_cloud_logging_is_missing_or_down(
     assert ("unavailable" if cloud_down else "not configured") in logs["fallbackReason"]
     # Tried first, once per logs field (the model's, then the pod's), when configured.
     assert fake_cloud_logging.request_count == (2 if cloud_down else 0)
-    pod_lines = [Want(at, "POD", message) for at, message in S.expected_lines(start, end)]
+    pod_lines = [
+        Want(at, "POD", message) for at, message in pod_log_samples.expected_lines(start, end)
+    ]
     want = merged(pod_lines, await client_wants(world.redis, "lora-a", start, end))
     assert got(logs) == want
     assert [w.kind for w in want].count("CLIENT") == 2
@@ -589,7 +594,8 @@ async def test_pod_logs_from_kubernetes_when_cloud_logging_is_missing_or_down(
     assert "errors" not in pod_body, pod_body
     pod_logs = pod_body["data"]["pod"]["logs"]
     assert got(pod_logs) == [
-        Want(at, "POD", m) for at, m in S.expected_lines(start, end, pod=S.SAMPLER)
+        Want(at, "POD", m)
+        for at, m in pod_log_samples.expected_lines(start, end, pod=pod_log_samples.SAMPLER)
     ]
     assert pod_logs["backend"] == "KUBERNETES" and pod_logs["fallbackReason"]
 
@@ -598,10 +604,10 @@ async def test_pod_logs_failing_too_is_a_coded_error(
     world: World, fake_kube: FakeKube, tmp_path: Path
 ) -> None:
     await _lora_a(world)
-    S.load(fake_kube)
+    pod_log_samples.load(fake_kube)
     fake_kube.failures["pods/log"] = 503
     async with synced_source(fake_kube, tmp_path) as kube:
-        pods = PodLogSource.for_cluster(kube, clock=S.NOW.timestamp)
+        pods = PodLogSource.for_cluster(kube, clock=pod_log_samples.NOW.timestamp)
         async with app_client(world.store, kubernetes=kube, pod_logs=pods) as client:
             body = await gql(client, MODEL_LOGS, id="lora-a")
     assert body["data"]["model"]["state"] == "FAILED" and body["data"]["model"]["logs"] is None

@@ -15,37 +15,39 @@ import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.state import keys
-from support import malformed as M
+from support import malformed
 from support.harness import GRAPHQL, app_client
 
 pytestmark = pytest.mark.anyio
 
 S, MO, W = keys.session("s-bad"), keys.model("m-bad"), keys.worker("w-bad")
-ST, OP = keys.step(M.MODEL, M.STEP), keys.op(M.MODEL, "o-bad")
+ST, OP = keys.step(malformed.MODEL, malformed.STEP), keys.op(malformed.MODEL, "o-bad")
 
 
-def _cases() -> list[M.Case]:
-    def sess(name: str, spoil: M.Spoil) -> M.Case:
-        return M.Case(name, M.SESSIONS, ("sessions",), "s-bad", spoil)
+def _cases() -> list[malformed.Case]:
+    def sess(name: str, spoil: malformed.Spoil) -> malformed.Case:
+        return malformed.Case(name, malformed.SESSIONS, ("sessions",), "s-bad", spoil)
 
-    def model(name: str, spoil: M.Spoil, query: str = M.MODELS) -> M.Case:
-        path = ("models",) if query == M.MODELS else ("session", "models")
-        return M.Case(name, query, path, "m-bad", spoil)
+    def model(name: str, spoil: malformed.Spoil, query: str = malformed.MODELS) -> malformed.Case:
+        path = ("models",) if query == malformed.MODELS else ("session", "models")
+        return malformed.Case(name, query, path, "m-bad", spoil)
 
-    def step(name: str, spoil: M.Spoil, index: int = 1) -> M.Case:
-        return M.Case(name, M.STEPS, ("model", "steps"), f"{M.MODEL}/", spoil, index)
+    def step(name: str, spoil: malformed.Spoil, index: int = 1) -> malformed.Case:
+        return malformed.Case(
+            name, malformed.STEPS, ("model", "steps"), f"{malformed.MODEL}/", spoil, index
+        )
 
-    def op(name: str, spoil: M.Spoil, query: str = M.OPS) -> M.Case:
-        path = ("model", "step", "ops") if query == M.OPS else ("model", "openOps")
-        return M.Case(name, query, path, "o-bad", spoil)
+    def op(name: str, spoil: malformed.Spoil, query: str = malformed.OPS) -> malformed.Case:
+        path = ("model", "step", "ops") if query == malformed.OPS else ("model", "openOps")
+        return malformed.Case(name, query, path, "o-bad", spoil)
 
-    def worker(name: str, spoil: M.Spoil) -> M.Case:
-        return M.Case(name, M.WORKERS, ("workers",), "w-bad", spoil)
+    def worker(name: str, spoil: malformed.Spoil) -> malformed.Case:
+        return malformed.Case(name, malformed.WORKERS, ("workers",), "w-bad", spoil)
 
-    f, steps = M.field, keys.steps
+    f, steps = malformed.field, keys.steps
     return [
-        sess("session-string-type", M.retype(S, "string")),
-        sess("session-list-type", M.retype(S, "list")),
+        sess("session-string-type", malformed.retype(S, "string")),
+        sess("session-list-type", malformed.retype(S, "list")),
         sess("session-time-yesterday", f(S, "created_at", "yesterday")),
         sess("session-time-nan", f(S, "created_at", "nan")),
         sess("session-time-inf", f(S, "last_activity_at", "inf")),
@@ -56,12 +58,12 @@ def _cases() -> list[M.Case]:
         sess("session-client-not-json", f(S, "client", "{not json")),
         sess("session-client-null", f(S, "client", "null")),
         sess("session-client-nan", f(S, "client", '{"a": NaN}')),
-        sess("session-client-bomb", f(S, "client", M.bomb(100_000))),
-        sess("session-client-deep", f(S, "client", '{"a":' + M.bomb(100) + "}")),
+        sess("session-client-bomb", f(S, "client", malformed.bomb(100_000))),
+        sess("session-client-deep", f(S, "client", '{"a":' + malformed.bomb(100) + "}")),
         sess("session-client-array", f(S, "client", "[1, 2]")),
         sess("session-client-1e400", f(S, "client", '{"x": 1e400}')),
         sess("session-id-of-another", f(S, "id", "s-good1")),
-        model("model-set-type", M.retype(MO, "set")),
+        model("model-set-type", malformed.retype(MO, "set")),
         model("model-state-unknown", f(MO, "state", "exploded")),
         model("model-state-at-nan", f(MO, "state_at", "nan")),
         model("model-transition-inf", f(MO, "failed_at", "inf")),
@@ -69,30 +71,32 @@ def _cases() -> list[M.Case]:
         model("model-settings-null", f(MO, "settings", "null")),
         model("model-lora-infinity", f(MO, "lora", '{"a": Infinity}')),
         model("model-base-not-utf8", f(MO, "base_model", b"\xc3\x28")),
-        model("model-negative-step", M.score(steps("m-bad"), "x", -5)),
-        model("model-step-above-int32", M.score(steps("m-bad"), "x", 2.0**40)),
-        model("model-step-count-above-int32", M.score(steps("m-bad"), "x", 2.0**31 - 1)),
-        model("model-step-minus-one", M.score(steps("m-bad"), "x", -1)),
-        model("session-model-lora-bomb", f(MO, "lora", M.bomb(5000)), M.SESSION_MODELS),
-        model("session-model-zset-type", M.retype(MO, "zset"), M.SESSION_MODELS),
+        model("model-negative-step", malformed.score(steps("m-bad"), "x", -5)),
+        model("model-step-above-int32", malformed.score(steps("m-bad"), "x", 2.0**40)),
+        model("model-step-count-above-int32", malformed.score(steps("m-bad"), "x", 2.0**31 - 1)),
+        model("model-step-minus-one", malformed.score(steps("m-bad"), "x", -1)),
+        model(
+            "session-model-lora-bomb", f(MO, "lora", malformed.bomb(5000)), malformed.SESSION_MODELS
+        ),
+        model("session-model-zset-type", malformed.retype(MO, "zset"), malformed.SESSION_MODELS),
         step("step-time-yesterday", f(ST, "started_at", "yesterday")),
         step("step-metrics-nan", f(ST, "metrics", '{"loss": NaN}')),
-        step("step-string-type", M.retype(ST, "string")),
-        step("step-number-fraction", M.score(steps(M.MODEL), "1", 1.5)),
-        step("step-number-negative", M.score(steps(M.MODEL), "1", -4), index=2),
+        step("step-string-type", malformed.retype(ST, "string")),
+        step("step-number-fraction", malformed.score(steps(malformed.MODEL), "1", 1.5)),
+        step("step-number-negative", malformed.score(steps(malformed.MODEL), "1", -4), index=2),
         op("op-status-unknown", f(OP, "status", "exploded")),
         op("op-step-negative", f(OP, "step", "-4")),
         op("op-step-above-int32", f(OP, "step", "99999999999")),
         op("op-metrics-minus-infinity", f(OP, "metrics", '{"a": -Infinity}')),
-        op("op-list-type", M.retype(OP, "list")),
+        op("op-list-type", malformed.retype(OP, "list")),
         op("op-time-1e300", f(OP, "accepted_at", "1e300")),
-        op("open-op-status-unknown", f(OP, "status", "lost?"), M.OPEN_OPS),
-        op("open-op-not-utf8-kind", f(OP, "kind", b"\x80"), M.OPEN_OPS),
+        op("open-op-status-unknown", f(OP, "status", "lost?"), malformed.OPEN_OPS),
+        op("open-op-not-utf8-kind", f(OP, "kind", b"\x80"), malformed.OPEN_OPS),
         worker("worker-gpu-ids-object", f(W, "gpu_ids", '{"a": "b"}')),
         worker("worker-gpu-ids-numbers", f(W, "gpu_ids", "[1, 2]")),
         worker("worker-payload-not-json", f(W, "payload", "{")),
         worker("worker-heartbeat-nan", f(W, "last_heartbeat_at", "nan")),
-        worker("worker-zset-type", M.retype(W, "zset")),
+        worker("worker-zset-type", malformed.retype(W, "zset")),
     ]
 
 
@@ -119,7 +123,7 @@ def _strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-async def _check(store: RedisStateStore, case: M.Case) -> None:
+async def _check(store: RedisStateStore, case: malformed.Case) -> None:
     async with app_client(store) as client:
         resp = await client.post(GRAPHQL, json={"query": case.query})
     assert resp.status_code == 200, resp.text
@@ -141,21 +145,21 @@ async def _check(store: RedisStateStore, case: M.Case) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-async def test_a_bad_record_nulls_only_its_item(case: M.Case) -> None:
+async def test_a_bad_record_nulls_only_its_item(case: malformed.Case) -> None:
     server = fakeredis.FakeServer()
     raw = fakeredis.FakeAsyncRedis(server=server)
-    await M.seed(raw)
+    await malformed.seed(raw)
     await case.spoil(raw)
     await _check(RedisStateStore.in_memory(server), case)
 
 
 @pytest.mark.parametrize("case", REAL, ids=[c.name for c in REAL])
 async def test_a_bad_record_nulls_only_its_item_on_real_redis(
-    redis_server: Any, case: M.Case
+    redis_server: Any, case: malformed.Case
 ) -> None:
     raw = aioredis.Redis.from_url(redis_server.url)
     await raw.flushdb()
-    await M.seed(raw)
+    await malformed.seed(raw)
     await case.spoil(raw)
     store = RedisStateStore(aioredis.Redis.from_url(redis_server.url, decode_responses=True))
     try:

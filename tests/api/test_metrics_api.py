@@ -17,13 +17,13 @@ from typing import Any
 
 import fakeredis
 import httpx
-import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
 from openrl_inspect.adapters.prometheus import (
     PrometheusSettings,
     PromGpuMetrics,
     RawQuerySettings,
     VllmStats,
+    _gpu,
 )
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics
@@ -70,7 +70,7 @@ def labels(uuid: str, node: str, index: int) -> dict[str, str]:
 
 def dataset() -> OpenMetrics:
     om = OpenMetrics()
-    gr, util = gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL
+    gr, util = _gpu.GR_ENGINE_ACTIVE, _gpu.GPU_UTIL
     om.add(gr, labels(*GA0[:3]), [(t, GA0[3]) for t in TIMES])
     om.add(util, labels(*GA0[:3]), [(t, 100.0) for t in TIMES])  # a decoy: GR wins
     om.add(util, labels(*GA1[:3]), [(t, 100 * GA1[3]) for t in TIMES])
@@ -210,9 +210,9 @@ async def test_model_gpu_activity_matches_the_known_values(
     gpus = {g["uuid"]: g for g in act["gpus"]}
     assert list(gpus) == [GA0[0], GA1[0], GA2[0]]
     assert gpus[GA0[0]]["duty"] == approx(GA0[3])
-    assert gpus[GA0[0]]["metric"] == gm.GR_ENGINE_ACTIVE
+    assert gpus[GA0[0]]["metric"] == _gpu.GR_ENGINE_ACTIVE
     assert gpus[GA1[0]]["duty"] == approx(GA1[3])
-    assert gpus[GA1[0]]["metric"] == gm.GPU_UTIL
+    assert gpus[GA1[0]]["metric"] == _gpu.GPU_UTIL
     # GA2 was held from HALF on: only its second value counts.
     assert gpus[GA2[0]]["duty"] == approx(GA2[3][1])
     assert [g["node"] for g in gpus.values()] == ["node-a", "node-a", "node-b"]
@@ -225,7 +225,7 @@ async def test_model_gpu_activity_matches_the_known_values(
     expected = (GA0[3] * 1200 + GA1[3] * 1200 + GA2[3][1] * 600) / 3000
     assert act["duty"] == approx(expected)
     assert act["coveredGpuSeconds"] == 3000.0 and act["gpuCount"] == 3
-    assert act["metrics"] == [gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL]
+    assert act["metrics"] == [_gpu.GR_ENGINE_ACTIVE, _gpu.GPU_UTIL]
     assert act["stepSeconds"] == 30.0 and act["truncated"] is False
     # One activity call: one range query per duty metric.
     assert c.paths == ["/api/v1/query_range"] * 2
@@ -257,13 +257,13 @@ async def test_duty_fields_on_workers_placements_and_the_root(
         {
             "uuid": GA0[0],
             "value": approx(GA0[3]),
-            "metric": gm.GR_ENGINE_ACTIVE,
+            "metric": _gpu.GR_ENGINE_ACTIVE,
             "joinedBy": "uuid",
             "windowSeconds": WINDOW,
         }
     ]
     assert workers["sampler"][0]["value"] == approx(GA1[3])
-    assert workers["sampler"][0]["metric"] == gm.GPU_UTIL
+    assert workers["sampler"][0]["metric"] == _gpu.GPU_UTIL
     # A released placement: the window ends at its release.
     placements = {p["id"]: p["gpuDuty"] for p in d["a"]["placements"]["nodes"]}
     assert [g["value"] for g in placements["plc-a1"]] == [approx(GA0[3]), approx(GA1[3])]
@@ -278,12 +278,12 @@ async def test_duty_fields_on_workers_placements_and_the_root(
     ]
     # node-a: only GA0 exports the profiling metric, so the node's duty comes from it.
     assert d["nodeDuty"] == [
-        {"node": "node-a", "value": approx(GA0[3]), "gpus": 1, "metric": gm.GR_ENGINE_ACTIVE},
+        {"node": "node-a", "value": approx(GA0[3]), "gpus": 1, "metric": _gpu.GR_ENGINE_ACTIVE},
         {
             "node": "node-b",
             "value": approx((sum(GA2[3]) / 2 + GB0[3]) / 2),
             "gpus": 2,
-            "metric": gm.GR_ENGINE_ACTIVE,
+            "metric": _gpu.GR_ENGINE_ACTIVE,
         },
         {"node": "node-z", "value": None, "gpus": 0, "metric": None},
     ]
@@ -309,7 +309,7 @@ async def test_gpu_series_for_charts(prometheus: PrometheusServer, world: World)
     duty = body["data"]["duty"]
     assert (duty["requested"], duty["metric"], duty["stepSeconds"]) == (
         "DUTY",
-        gm.GR_ENGINE_ACTIVE,
+        _gpu.GR_ENGINE_ACTIVE,
         60.0,
     )
     first, second = GA2[3]
@@ -318,7 +318,7 @@ async def test_gpu_series_for_charts(prometheus: PrometheusServer, world: World)
         approx(first if T0 + 60 * k <= HALF else second) for k in range(1, 21)
     ]
     util = body["data"]["util"]
-    assert util["metric"] == gm.GPU_UTIL and {p["value"] for p in util["points"]} == {50.0}
+    assert util["metric"] == _gpu.GPU_UTIL and {p["value"] for p in util["points"]} == {50.0}
     assert body["data"]["none"] == {"metric": None, "points": []}
 
 
@@ -391,7 +391,7 @@ async def test_one_prometheus_query_per_metric_whatever_the_number_of_models(
             {
                 "uuid": syn_uuid(4 * m + j),
                 "value": approx(syn_duty(4 * m + j)),
-                "metric": gm.GR_ENGINE_ACTIVE,
+                "metric": _gpu.GR_ENGINE_ACTIVE,
             }
             for j in range(4)
         ]
@@ -539,7 +539,7 @@ async def test_raw_query_when_enabled_is_capped(prometheus: PrometheusServer, wo
         raw_min_step_s=30,
         raw_max_points=100,
     )
-    gr = gm.GR_ENGINE_ACTIVE
+    gr = _gpu.GR_ENGINE_ACTIVE
     async with (
         counted(prometheus.url) as c,
         app_client(

@@ -10,16 +10,16 @@ import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_JSON_CHARS, MAX_TEXT_CHARS
-from support import malformed as M
+from support import malformed
 from support.harness import GRAPHQL, app_client, gql
 
 pytestmark = pytest.mark.anyio
 
 
-async def _world(*spoils: M.Spoil) -> RedisStateStore:
+async def _world(*spoils: malformed.Spoil) -> RedisStateStore:
     server = fakeredis.FakeServer()
     raw = fakeredis.FakeAsyncRedis(server=server)
-    await M.seed(raw)
+    await malformed.seed(raw)
     for spoil in spoils:
         await spoil(raw)
     return RedisStateStore.in_memory(server)
@@ -27,14 +27,18 @@ async def _world(*spoils: M.Spoil) -> RedisStateStore:
 
 async def test_an_unselected_bad_field_fails_nothing() -> None:
     store = await _world(
-        M.field(keys.model("m-bad"), "lora", "not json"),
-        M.field(keys.model("m-bad"), "settings", "null"),
+        malformed.field(keys.model("m-bad"), "lora", "not json"),
+        malformed.field(keys.model("m-bad"), "settings", "null"),
     )
     async with app_client(store) as client:
         quiet = await gql(client, "{ models(state: ACTIVE) { nodes { id state } } }")
         asked = await gql(client, "{ models(state: ACTIVE) { nodes { id lora } } }")
     assert "errors" not in quiet, quiet
-    assert [n["id"] for n in quiet["data"]["models"]["nodes"]] == [M.MODEL, "m-bad", "m-good2"]
+    assert [n["id"] for n in quiet["data"]["models"]["nodes"]] == [
+        malformed.MODEL,
+        "m-bad",
+        "m-good2",
+    ]
     assert asked["data"]["models"]["nodes"][1] is None
     [err] = asked["errors"]
     assert err["path"] == ["models", "nodes", 1, "lora"]
@@ -44,8 +48,8 @@ async def test_an_unselected_bad_field_fails_nothing() -> None:
 async def test_large_stored_values_come_back_capped_with_a_marker() -> None:
     big = "x" * (10 * 1024 * 1024)
     store = await _world(
-        M.field(keys.session("s-bad"), "owner", big),
-        M.field(keys.session("s-bad"), "client", json.dumps({"blob": big})),
+        malformed.field(keys.session("s-bad"), "owner", big),
+        malformed.field(keys.session("s-bad"), "client", json.dumps({"blob": big})),
     )
     async with app_client(store) as client:
         resp = await client.post(
@@ -61,7 +65,7 @@ async def test_large_stored_values_come_back_capped_with_a_marker() -> None:
 
 
 async def test_an_id_stored_empty_is_the_one_asked_for() -> None:
-    store = await _world(M.field(keys.session("s-bad"), "id", ""))
+    store = await _world(malformed.field(keys.session("s-bad"), "id", ""))
     async with app_client(store) as client:
         one = await gql(client, '{ session(id: "s-bad") { id } }')
         listed = await gql(client, "{ sessions { nodes { id } } }")
@@ -76,7 +80,7 @@ async def test_an_id_stored_empty_is_the_one_asked_for() -> None:
 async def test_a_page_of_only_dangling_ids_still_moves_on() -> None:
     async def dangle(r: Any) -> None:
         # Three newer ids whose hashes are gone (retention expired them).
-        await r.zadd(keys.SESSIONS_LIVE, {f"s-gone{n}": M.NOW + 10 + n for n in range(3)})
+        await r.zadd(keys.SESSIONS_LIVE, {f"s-gone{n}": malformed.NOW + 10 + n for n in range(3)})
 
     store = await _world(dangle)
     page = "query($after: String) { sessions(first: 3, after: $after) { nodes { id } pageInfo { hasNextPage endCursor } } }"
@@ -92,7 +96,7 @@ async def test_a_page_of_only_dangling_ids_still_moves_on() -> None:
 
 
 async def test_a_bad_record_looked_up_by_id_is_a_coded_error() -> None:
-    store = await _world(M.field(keys.session("s-bad"), "state", "exploded"))
+    store = await _world(malformed.field(keys.session("s-bad"), "state", "exploded"))
     async with app_client(store) as client:
         body = await gql(
             client, '{ session(id: "s-bad") { id state } ok: session(id: "s-good1") { id } }'

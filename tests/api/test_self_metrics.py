@@ -24,7 +24,7 @@ from openrl_inspect.web.app import PREFIX, create_app
 from openrl_inspect.web.guard import HttpSettings
 from openrl_inspect.web.health import HealthSettings
 from prometheus_client.parser import text_string_to_metric_families
-from support import kube_objects as ko
+from support import kube_objects
 from support.auth_harness import new_token, token_line, write_lines
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings
@@ -219,7 +219,7 @@ async def test_the_watch_caches_lists_count_as_kubernetes_calls(
 ) -> None:
     """The cache's LISTs run in tasks the lifespan starts: they count in this app's
     registry too, and its state shows per kind."""
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     settings = kube_settings(fake_kube, tmp_path)
 
     @asynccontextmanager
@@ -240,7 +240,7 @@ async def test_the_watch_caches_lists_count_as_kubernetes_calls(
     lists = value(samples, "openrl_inspect_backend_calls_total", backend="kubernetes", outcome="ok")
     assert lists >= fake_kube.counts["list", "pods"] >= 1
     assert value(samples, "openrl_inspect_watch_cache_objects", kind="pods") == len(
-        [o for o in ko.cluster() if o["kind"] == "Pod"]
+        [o for o in kube_objects.cluster() if o["kind"] == "Pod"]
     )
 
 

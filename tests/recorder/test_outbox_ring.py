@@ -9,8 +9,7 @@ from contextlib import contextmanager
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies
 from openrl_inspect.recorder._config import RecorderSettings
 from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._ring import FLOW, Ring, supported
@@ -66,11 +65,13 @@ def test_a_frame_that_ends_exactly_at_the_end_is_followed_at_offset_zero() -> No
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(
-        st.tuples(
+    strategies.lists(
+        strategies.tuples(
             # frames of 23 - 64 bytes, often 32 or 64: some end exactly at the ring's end
-            st.one_of(st.sampled_from([9, 41]), st.integers(min_value=0, max_value=41)),
-            st.booleans(),
+            strategies.one_of(
+                strategies.sampled_from([9, 41]), strategies.integers(min_value=0, max_value=41)
+            ),
+            strategies.booleans(),
         ),
         min_size=1,
         max_size=60,

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import fakeredis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies
 from openrl_inspect.recorder import Recorder, RecorderSettings, WorkerInfo
 from openrl_inspect.state import keys
 from openrl_inspect.state.records import (
@@ -23,24 +22,26 @@ from openrl_inspect.state.records import (
 
 QUIET = RecorderSettings(publish_counters=False, recorder_id="enc", flush_at_exit=False)
 
-IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True)
+IDS = strategies.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True)
 # Any text Redis can hold as UTF-8 (no lone surrogates), including the empty string.
-TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
-TIMES = st.floats(min_value=0, max_value=4e9, allow_nan=False)
+TEXT = strategies.text(strategies.characters(exclude_categories=["Cs"]), max_size=30)
+TIMES = strategies.floats(min_value=0, max_value=4e9, allow_nan=False)
 # JSON values: finite floats (JSON has no NaN or infinity), 64-bit integers.
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63 - 1),
-    st.floats(allow_nan=False, allow_infinity=False),
+SCALARS = strategies.one_of(
+    strategies.none(),
+    strategies.booleans(),
+    strategies.integers(min_value=-(2**63), max_value=2**63 - 1),
+    strategies.floats(allow_nan=False, allow_infinity=False),
     TEXT,
 )
-JSON = st.recursive(
+JSON = strategies.recursive(
     SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    lambda inner: strategies.one_of(
+        strategies.lists(inner, max_size=4), strategies.dictionaries(TEXT, inner, max_size=4)
+    ),
     max_leaves=12,
 )
-OBJECTS = st.dictionaries(TEXT, JSON, max_size=5)
+OBJECTS = strategies.dictionaries(TEXT, JSON, max_size=5)
 
 
 def _recorder(worker: WorkerInfo | None = None) -> tuple[Recorder, Any]:
@@ -89,8 +90,8 @@ def test_a_model_and_its_transitions_read_back_as_recorded(
     role=TEXT,
     pod=TEXT,
     node=TEXT,
-    model_id=st.one_of(st.none(), IDS),
-    gpus=st.lists(TEXT, max_size=4),
+    model_id=strategies.one_of(strategies.none(), IDS),
+    gpus=strategies.lists(TEXT, max_size=4),
     payload=OBJECTS,
     at=TIMES,
 )
@@ -119,9 +120,9 @@ def test_a_heartbeat_reads_back_as_recorded(
     pid=IDS,
     workload=TEXT,
     namespace=TEXT,
-    pods=st.lists(TEXT, max_size=4),
+    pods=strategies.lists(TEXT, max_size=4),
     node=TEXT,
-    gpus=st.lists(TEXT, max_size=4),
+    gpus=strategies.lists(TEXT, max_size=4),
     at=TIMES,
     released=TIMES,
 )
@@ -146,7 +147,7 @@ def test_a_placement_reads_back_as_recorded(
     assert (got.admitted_at, got.released_at) == (at, released)
 
 
-@given(values=st.dictionaries(TEXT, JSON, max_size=6))
+@given(values=strategies.dictionaries(TEXT, JSON, max_size=6))
 def test_encode_skips_none_and_every_value_is_a_string(values: dict[str, Any]) -> None:
     out = encode(values)
     assert set(out) == {k for k, v in values.items() if v is not None}

@@ -11,8 +11,7 @@ from typing import Any, cast
 import fakeredis
 import pytest
 import redis.exceptions as rexc
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import (
     LOW_VALUE,
@@ -156,48 +155,95 @@ def test_settings_load_from_the_environment() -> None:
 
 # -- write combining ----------------------------------------------------------------------------
 
-IDS = st.sampled_from(["a", "b"])
-TIMES = st.integers(min_value=0, max_value=3)
+IDS = strategies.sampled_from(["a", "b"])
+TIMES = strategies.integers(min_value=0, max_value=3)
 
 
-def _record_calls() -> st.SearchStrategy[list[tuple[str, tuple[Any, ...]]]]:
-    one = st.one_of(
-        st.tuples(st.just("session_opened"), st.tuples(IDS, st.just("o"))),
-        st.tuples(st.just("session_closed"), st.tuples(IDS)),
-        st.tuples(st.just("model_created"), st.tuples(IDS, IDS, st.just("base"))),
-        st.tuples(
-            st.just("model_state"),
-            st.tuples(IDS, st.sampled_from(["placed", "active", "ended", "failed"])),
+def _record_calls() -> strategies.SearchStrategy[list[tuple[str, tuple[Any, ...]]]]:
+    one = strategies.one_of(
+        strategies.tuples(
+            strategies.just("session_opened"), strategies.tuples(IDS, strategies.just("o"))
         ),
-        st.tuples(
-            st.just("op_accepted"),
-            st.tuples(IDS, st.sampled_from(["o1", "o2", "o3"]), st.just("forward"), TIMES, IDS),
+        strategies.tuples(strategies.just("session_closed"), strategies.tuples(IDS)),
+        strategies.tuples(
+            strategies.just("model_created"), strategies.tuples(IDS, IDS, strategies.just("base"))
         ),
-        st.tuples(st.just("op_enqueued"), st.tuples(IDS, st.sampled_from(["o1", "o2"]))),
-        st.tuples(st.just("op_started"), st.tuples(IDS, st.sampled_from(["o1", "o3"]), IDS)),
-        st.tuples(
-            st.just("op_finished"),
-            st.tuples(IDS, st.sampled_from(["o1", "o2"]), st.sampled_from(["succeeded", "failed"])),
-        ),
-        st.tuples(st.just("step_metrics"), st.tuples(IDS, TIMES, st.just({"loss": 0.5}))),
-        st.tuples(
-            st.just("heartbeat"),
-            st.tuples(IDS, st.just("trainer"), st.just("pod"), st.just("node"), IDS),
-        ),
-        st.tuples(
-            st.just("placement_admitted"),
-            st.tuples(
-                IDS, IDS, st.just("wl"), st.just("ns"), st.just(["p"]), st.just("n"), st.just(["g"])
+        strategies.tuples(
+            strategies.just("model_state"),
+            strategies.tuples(
+                IDS, strategies.sampled_from(["placed", "active", "ended", "failed"])
             ),
         ),
-        st.tuples(st.just("placement_released"), st.tuples(IDS, IDS)),
-        st.tuples(
-            st.just("sampler_batch"),
-            st.tuples(IDS, st.just(8), st.just(10), st.just(20), st.just(0.5), st.just(2)),
+        strategies.tuples(
+            strategies.just("op_accepted"),
+            strategies.tuples(
+                IDS,
+                strategies.sampled_from(["o1", "o2", "o3"]),
+                strategies.just("forward"),
+                TIMES,
+                IDS,
+            ),
         ),
-        st.tuples(st.just("client_log"), st.tuples(IDS, st.just("WARNING"), st.just("hello"))),
+        strategies.tuples(
+            strategies.just("op_enqueued"),
+            strategies.tuples(IDS, strategies.sampled_from(["o1", "o2"])),
+        ),
+        strategies.tuples(
+            strategies.just("op_started"),
+            strategies.tuples(IDS, strategies.sampled_from(["o1", "o3"]), IDS),
+        ),
+        strategies.tuples(
+            strategies.just("op_finished"),
+            strategies.tuples(
+                IDS,
+                strategies.sampled_from(["o1", "o2"]),
+                strategies.sampled_from(["succeeded", "failed"]),
+            ),
+        ),
+        strategies.tuples(
+            strategies.just("step_metrics"),
+            strategies.tuples(IDS, TIMES, strategies.just({"loss": 0.5})),
+        ),
+        strategies.tuples(
+            strategies.just("heartbeat"),
+            strategies.tuples(
+                IDS,
+                strategies.just("trainer"),
+                strategies.just("pod"),
+                strategies.just("node"),
+                IDS,
+            ),
+        ),
+        strategies.tuples(
+            strategies.just("placement_admitted"),
+            strategies.tuples(
+                IDS,
+                IDS,
+                strategies.just("wl"),
+                strategies.just("ns"),
+                strategies.just(["p"]),
+                strategies.just("n"),
+                strategies.just(["g"]),
+            ),
+        ),
+        strategies.tuples(strategies.just("placement_released"), strategies.tuples(IDS, IDS)),
+        strategies.tuples(
+            strategies.just("sampler_batch"),
+            strategies.tuples(
+                IDS,
+                strategies.just(8),
+                strategies.just(10),
+                strategies.just(20),
+                strategies.just(0.5),
+                strategies.just(2),
+            ),
+        ),
+        strategies.tuples(
+            strategies.just("client_log"),
+            strategies.tuples(IDS, strategies.just("WARNING"), strategies.just("hello")),
+        ),
     )
-    return st.lists(one, min_size=1, max_size=40)
+    return strategies.lists(one, min_size=1, max_size=40)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

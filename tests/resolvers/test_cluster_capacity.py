@@ -5,28 +5,27 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies
 from openrl_inspect.adapters.kubernetes import GpuDevice, NodeRecord, PodRecord, Taint
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.resolvers.cluster.counting import (
     CapacityCounts,
     by_product,
     node_capacity,
     node_condition,
 )
-from support import kube_objects as ko
+from support import kube_objects
 
 
 def node(**changes: Any) -> NodeRecord:
-    rec = parse_node(ko.node("gpu-h100-1"))
+    rec = parse_node(kube_objects.node("gpu-h100-1"))
     assert rec is not None
     return replace(rec, **changes)
 
 
 def devices(name: str = "gpu-h100-1", **kw: Any) -> list[GpuDevice]:
-    rec = parse_slice(ko.resource_slice(name, **kw))
+    rec = parse_slice(kube_objects.resource_slice(name, **kw))
     assert rec is not None
     return list(rec.devices)
 
@@ -34,7 +33,7 @@ def devices(name: str = "gpu-h100-1", **kw: Any) -> list[GpuDevice]:
 def test_dra_node_counts_held_and_free() -> None:
     gpus = devices()
     cap = node_capacity("gpu-h100-1", node(), gpus, {g.key for g in gpus[:3]})
-    assert (cap.basis, cap.condition, cap.product) == ("dra", "ok", ko.H100)
+    assert (cap.basis, cap.condition, cap.product) == ("dra", "ok", kube_objects.H100)
     assert cap.counts == CapacityCounts(total=8, held=3, free=5)
 
 
@@ -60,7 +59,7 @@ def test_held_gpus_stay_held_on_a_broken_node() -> None:
 
 
 def _plugin_pod(name: str, gpus: int, phase: str = "Running") -> PodRecord:
-    obj = ko.pod(
+    obj = kube_objects.pod(
         name, model_id="m", node_name="gpu-h100-1", claim_template=None, gpus=gpus, phase=phase
     )
     rec = parse_pod(obj)
@@ -79,7 +78,7 @@ def test_device_plugin_node_counts_from_requests_and_allocatable() -> None:
 
 
 def test_by_product_splits_a_mixed_cluster() -> None:
-    h100, h200 = devices(), devices("gpu-h200-1", product=ko.H200)
+    h100, h200 = devices(), devices("gpu-h200-1", product=kube_objects.H200)
     held = {h100[0].key, h200[0].key, h200[1].key}
     caps = [
         node_capacity("gpu-h100-1", node(), h100, held),
@@ -87,15 +86,15 @@ def test_by_product_splits_a_mixed_cluster() -> None:
     ]
     conditions = {c.node: c.condition for c in caps}
     products = {p.product: p for p in by_product(caps, h100 + h200, held, conditions)}
-    assert products[ko.H100].counts == CapacityCounts(total=8, held=1, free=7)
-    assert products[ko.H200].counts == CapacityCounts(total=8, held=2, unhealthy=6)
-    assert products[ko.H200].nodes == 1
+    assert products[kube_objects.H100].counts == CapacityCounts(total=8, held=1, free=7)
+    assert products[kube_objects.H200].counts == CapacityCounts(total=8, held=2, unhealthy=6)
+    assert products[kube_objects.H200].nodes == 1
 
 
 @given(
-    st.integers(0, 16),
-    st.integers(0, 20),
-    st.sampled_from(["ok", "ready-false", "cordoned"]),
+    strategies.integers(0, 16),
+    strategies.integers(0, 20),
+    strategies.sampled_from(["ok", "ready-false", "cordoned"]),
 )
 def test_buckets_always_partition_the_total(count: int, held_n: int, state: str) -> None:
     gpus = devices(count=count) if count else []

@@ -13,9 +13,9 @@ from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.principal import Principal, Role
 from openrl_inspect.core.settings import Bounds, Settings
-from openrl_inspect.resolvers.cluster import capacity as KC
-from openrl_inspect.resolvers.cluster import holders as KH
-from openrl_inspect.resolvers.cluster import reads as K
+from openrl_inspect.resolvers.cluster import capacity as cluster_capacity
+from openrl_inspect.resolvers.cluster import holders as cluster_holders
+from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
@@ -39,16 +39,16 @@ async def world() -> tuple[Backends, dict[str, str]]:
 
 
 async def holders_by_gpu(ctx: Context) -> dict[str, list[str | None]]:
-    page = await K.nodes(ctx, 1000, None)
+    page = await cluster_reads.nodes(ctx, 1000, None)
     gpus = [
         g
         for listing in await asyncio.gather(
-            *(K.node_gpus(ctx, rec.name, 64, None) for _, rec in page.items)
+            *(cluster_reads.node_gpus(ctx, rec.name, 64, None) for _, rec in page.items)
         )
         for _, g in listing.items
     ]
     out: dict[str, list[str | None]] = {}
-    for g, held in zip(gpus, await KH.gpus_held(ctx, gpus), strict=True):
+    for g, held in zip(gpus, await cluster_holders.gpus_held(ctx, gpus), strict=True):
         out[g.uuid or ""] = [h.pod_record.model_id if h.pod_record else None for h in held.holders]
     return out
 
@@ -62,7 +62,9 @@ async def test_a_viewer_sees_all_capacity_and_only_its_holders() -> None:
     viewer = Principal(viewer_owner, Role.VIEWER, frozenset({viewer_owner}))
     ctx = Context.build(backends, viewer, Settings(bounds=Bounds(max_page_size=1000)))
 
-    assert await KC.cluster_capacity(ctx) == await KC.cluster_capacity(operator)
+    assert await cluster_capacity.cluster_capacity(ctx) == await cluster_capacity.cluster_capacity(
+        operator
+    )
     mine = await holders_by_gpu(ctx)
     assert mine.keys() == everyone.keys()
     for uuid, models in everyone.items():
@@ -82,6 +84,8 @@ async def test_degraded_flags_follow_the_kinds_read() -> None:
     ):
         twin.degraded_kinds = kinds
         ctx = Context.build(backends)
-        node = (await K.nodes(ctx, 1, None)).items[0][1]
-        assert (await KC.cluster_capacity(ctx)).degraded is capacity_degraded, kinds
-        assert (await K.node_gpus(ctx, node.name, 8, None)).degraded is gpus_degraded, kinds
+        node = (await cluster_reads.nodes(ctx, 1, None)).items[0][1]
+        assert (await cluster_capacity.cluster_capacity(ctx)).degraded is capacity_degraded, kinds
+        assert (await cluster_reads.node_gpus(ctx, node.name, 8, None)).degraded is gpus_degraded, (
+            kinds
+        )

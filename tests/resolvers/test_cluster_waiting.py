@@ -15,12 +15,13 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_workload
 from openrl_inspect.resolvers.cluster.waiting import queue_position, waiting_seconds, why_waiting
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
-from support import kube_objects as ko
+from support import kube_objects
 
 NOW = parse_time("2026-01-05T10:00:00Z") or 0.0
 WAITING_SINCE = parse_time("2026-01-05T09:20:00Z")
@@ -67,11 +68,15 @@ def kinds(reasons: list[Any]) -> list[str]:
 
 def test_pending_on_quota_says_so_first_with_flavor_and_shortfall() -> None:
     reasons = why_waiting(
-        model(), [workload(ko.pending_workload())], [pod(ko.unschedulable_pod())], [], NOW
+        model(),
+        [workload(kube_objects.pending_workload())],
+        [pod(kube_objects.unschedulable_pod())],
+        [],
+        NOW,
     )
     first = reasons[0]
     assert (first.rank, first.kind, first.source) == (1, "QUOTA", "kueue")
-    assert first.message == ko.PENDING_QUOTA_MESSAGE
+    assert first.message == kube_objects.PENDING_QUOTA_MESSAGE
     assert (first.resource, first.flavor, first.shortfall) == ("nvidia.com/gpu", "h100-flavor", 8)
     assert first.object == "Workload openrl/job-lora-b-trainer-3f9c2"
     assert first.since == parse_time("2026-01-05T09:30:00Z")
@@ -79,16 +84,16 @@ def test_pending_on_quota_says_so_first_with_flavor_and_shortfall() -> None:
     assert (first.queue_position, first.queue_length) == (1, 1)
     # the pod the scheduler cannot place comes after: quota blocks it first
     assert kinds(reasons) == ["QUOTA", "UNSCHEDULABLE"]
-    assert reasons[1].message == ko.UNSCHEDULABLE_MESSAGE and reasons[1].rank == 2
+    assert reasons[1].message == kube_objects.UNSCHEDULABLE_MESSAGE and reasons[1].rank == 2
 
 
 def test_queue_position_follows_priority_then_age() -> None:
-    mine = workload(ko.pending_workload())
+    mine = workload(kube_objects.pending_workload())
     older = replace(mine, name="older", uid="u1", created=(mine.created or 0) - 60)
     urgent = replace(mine, name="urgent", uid="u2", priority=1000, created=(mine.created or 0) + 60)
     other_queue = replace(mine, name="elsewhere", uid="u3", queue_name="other", priority=5000)
     admitted = replace(
-        workload(ko.admitted_workload()), name="running", queue_name="openrl-training"
+        workload(kube_objects.admitted_workload()), name="running", queue_name="openrl-training"
     )
     peers = [older, urgent, other_queue, admitted]
     assert queue_position(mine, peers) == (3, 3)
@@ -98,26 +103,30 @@ def test_queue_position_follows_priority_then_age() -> None:
 
 
 def test_admitted_but_pods_unschedulable() -> None:
-    admitted = replace(workload(ko.admitted_workload()), model_id="lora-b")
-    reasons = why_waiting(model(state="placed"), [admitted], [pod(ko.unschedulable_pod())], [], NOW)
+    admitted = replace(workload(kube_objects.admitted_workload()), model_id="lora-b")
+    reasons = why_waiting(
+        model(state="placed"), [admitted], [pod(kube_objects.unschedulable_pod())], [], NOW
+    )
     assert kinds(reasons) == ["UNSCHEDULABLE"]
     assert reasons[0].source == "scheduler" and reasons[0].reason == "Unschedulable"
-    assert reasons[0].message == ko.UNSCHEDULABLE_MESSAGE
+    assert reasons[0].message == kube_objects.UNSCHEDULABLE_MESSAGE
 
 
 def test_claims_not_allocated_and_not_created() -> None:
-    unallocated = copy.deepcopy(ko.allocated_claim())
+    unallocated = copy.deepcopy(kube_objects.allocated_claim())
     del unallocated["status"]
-    pending_pod = ko.pod(
+    pending_pod = kube_objects.pod(
         "lora-a-trainer-0",
         model_id="lora-a",
         phase="Pending",
         claim_name="lora-a-trainer-0-gpus-x7k2p",
     )
-    no_claim_yet = ko.pod("lora-a-sampler-0", model_id="lora-a", role="sampler", phase="Pending")
+    no_claim_yet = kube_objects.pod(
+        "lora-a-sampler-0", model_id="lora-a", role="sampler", phase="Pending"
+    )
     reasons = why_waiting(
         model("lora-a", state="placed"),
-        [workload(ko.admitted_workload())],
+        [workload(kube_objects.admitted_workload())],
         [pod(pending_pod), pod(no_claim_yet)],
         [claim(unallocated)],
         NOW,
@@ -140,7 +149,7 @@ def _with_conditions(obj: dict[str, Any], *conditions: dict[str, Any]) -> dict[s
 
 
 def test_evicted_preempted_and_requeued_rank_before_quota() -> None:
-    pending = ko.pending_workload()
+    pending = kube_objects.pending_workload()
     quota = pending["status"]["conditions"][0]
     evicted = {
         "type": "Evicted",
@@ -173,7 +182,7 @@ def test_evicted_preempted_and_requeued_rank_before_quota() -> None:
 
 
 def test_deactivated_workload_comes_first() -> None:
-    obj = copy.deepcopy(ko.pending_workload())
+    obj = copy.deepcopy(kube_objects.pending_workload())
     obj["spec"]["active"] = False
     reasons = why_waiting(model(), [workload(obj)], [], [], NOW)
     assert kinds(reasons)[0] == "WORKLOAD_INACTIVE"
@@ -189,13 +198,13 @@ def test_no_workload_at_all() -> None:
 
 
 def test_pods_without_a_workload_are_not_queued_by_kueue() -> None:
-    reasons = why_waiting(model(), [], [pod(ko.unschedulable_pod())], [], NOW)
+    reasons = why_waiting(model(), [], [pod(kube_objects.unschedulable_pod())], [], NOW)
     assert kinds(reasons) == ["UNSCHEDULABLE", "NO_WORKLOAD_FOR_PODS"]
 
 
 def test_quota_reserved_waiting_on_admission_checks() -> None:
     obj = _with_conditions(
-        ko.pending_workload(),
+        kube_objects.pending_workload(),
         {
             "type": "QuotaReserved",
             "status": "True",
@@ -217,10 +226,10 @@ def test_quota_reserved_waiting_on_admission_checks() -> None:
 
 
 def test_admitted_with_no_pods_and_crashing_containers() -> None:
-    admitted = workload(ko.admitted_workload())
+    admitted = workload(kube_objects.admitted_workload())
     (no_pods,) = why_waiting(model("lora-a", state="placed"), [admitted], [], [], NOW)
     assert no_pods.kind == "NO_PODS"
-    crashing = pod(ko.running_trainer())
+    crashing = pod(kube_objects.running_trainer())
     crashing = replace(
         crashing,
         containers=(
@@ -239,24 +248,24 @@ def test_admitted_with_no_pods_and_crashing_containers() -> None:
 
 def test_running_models_have_nothing_to_explain() -> None:
     args: tuple[list[Any], list[Any], list[Any]] = (
-        [workload(ko.pending_workload())],
-        [pod(ko.unschedulable_pod())],
+        [workload(kube_objects.pending_workload())],
+        [pod(kube_objects.unschedulable_pod())],
         [],
     )
     assert why_waiting(model(state="active"), *args, NOW) == []
     assert why_waiting(model(state="ended"), *args, NOW) == []
     running = why_waiting(
         model("lora-a", state="placed"),
-        [workload(ko.admitted_workload())],
-        [pod(ko.running_trainer())],
-        [claim(ko.allocated_claim())],
+        [workload(kube_objects.admitted_workload())],
+        [pod(kube_objects.running_trainer())],
+        [claim(kube_objects.allocated_claim())],
         NOW,
     )
     assert kinds(running) == ["NOTHING_FOUND"]
 
 
 def test_finished_workload() -> None:
-    obj = copy.deepcopy(ko.admitted_workload())
+    obj = copy.deepcopy(kube_objects.admitted_workload())
     obj["status"]["conditions"].append(
         {
             "type": "Finished",
@@ -278,7 +287,7 @@ def test_waiting_seconds() -> None:
 
 
 def test_condition_record_order_does_not_change_the_ranking() -> None:
-    base = workload(ko.pending_workload())
+    base = workload(kube_objects.pending_workload())
     extra = Condition(
         "Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout", NOW - 10
     )

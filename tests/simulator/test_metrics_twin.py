@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import fakeredis
-import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
+from openrl_inspect.adapters.prometheus import _gpu
 from openrl_inspect.adapters.prometheus.memory import InMemoryGpuMetrics, InMemoryMetricsSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.simulator import SimConfig, Simulation, populate
-from openrl_inspect.simulator import metrics_twin as mt
+from openrl_inspect.simulator import SimConfig, Simulation, metrics_twin, populate
 from openrl_inspect.state.paging import ListRef, PageRequest
 from openrl_inspect.state.records import PlacementRecord
 from support.harness import app_client, gql
@@ -32,7 +31,7 @@ class Demo:
     sim: Simulation
     store: RedisStateStore
     backends: Backends
-    demo: mt.DemoMetrics
+    demo: metrics_twin.DemoMetrics
     end: float
     active: set[str]  # models active when the live part began
     start: float  # end of the history, start of the live part (a minute ago)
@@ -78,7 +77,7 @@ async def demo() -> Demo:
 
 def gr_samples(d: Demo, uuid: str) -> list[tuple[float, float]]:
     gpu = d.demo.gpus[uuid]
-    return list(d.demo.series[(gm.GR_ENGINE_ACTIVE, mt.gpu_labels(gpu))])
+    return list(d.demo.series[(_gpu.GR_ENGINE_ACTIVE, metrics_twin.gpu_labels(gpu))])
 
 
 async def test_the_demo_installs_the_metrics_twins(demo: Demo) -> None:
@@ -88,12 +87,14 @@ async def test_the_demo_installs_the_metrics_twins(demo: Demo) -> None:
     assert b.raw_query.raw_query is True
     gpus = [g for n in demo.sim.cluster.nodes for g in n.gpus]
     # Every GPU exports every interval of the history and of the live part.
-    intervals = int(mt.HISTORY_S // mt.SCRAPE_S) + int(LIVE_S // mt.SCRAPE_S)
+    intervals = int(metrics_twin.HISTORY_S // metrics_twin.SCRAPE_S) + int(
+        LIVE_S // metrics_twin.SCRAPE_S
+    )
     for g in gpus:
         times = [t for t, _ in gr_samples(demo, g.uuid)]
-        assert len(times) == min(intervals, mt.KEPT)
-        assert times == sorted(times) and times[-1] > demo.end - mt.SCRAPE_S
-        assert all(b - a == mt.SCRAPE_S for a, b in itertools.pairwise(times))
+        assert len(times) == min(intervals, metrics_twin.KEPT)
+        assert times == sorted(times) and times[-1] > demo.end - metrics_twin.SCRAPE_S
+        assert all(b - a == metrics_twin.SCRAPE_S for a, b in itertools.pairwise(times))
 
 
 async def _ops_of(store: RedisStateStore, mid: str) -> list[Any]:
@@ -129,14 +130,19 @@ async def test_history_duty_follows_the_recorded_ops(demo: Demo) -> None:
         assert role == "trainer"
         ops = [o for o in await _ops_of(demo.store, mid) if o.worker_id == wid and o.finished_at]
         kinds = {o.kind for o in ops}
-        lo_duty = min(mt.duty_of(k) for k in kinds) * (1 - mt.JITTER)
-        hi_duty = max(mt.duty_of(k) for k in kinds) * (1 + mt.JITTER)
+        lo_duty = min(metrics_twin.duty_of(k) for k in kinds) * (1 - metrics_twin.JITTER)
+        hi_duty = max(metrics_twin.duty_of(k) for k in kinds) * (1 + metrics_twin.JITTER)
         for t, v in gr_samples(demo, gpu_ids[0]):
-            if t > demo.start or t - mt.SCRAPE_S < placed:
+            if t > demo.start or t - metrics_twin.SCRAPE_S < placed:
                 continue  # live part, or not held by this model yet
             busy = sum(max(0.0, min(o.finished_at, t) - max(o.started_at, t - 15)) for o in ops)
-            f = busy / mt.SCRAPE_S
-            assert f * lo_duty - 1e-3 <= v <= f * hi_duty + mt.IDLE_DUTY + 1e-3, (mid, t, f, v)
+            f = busy / metrics_twin.SCRAPE_S
+            assert f * lo_duty - 1e-3 <= v <= f * hi_duty + metrics_twin.IDLE_DUTY + 1e-3, (
+                mid,
+                t,
+                f,
+                v,
+            )
             busy_buckets += f > 0.5
             idle_buckets += f == 0
             checked += 1
@@ -174,13 +180,18 @@ async def test_scenarios_show_in_the_duty(demo: Demo) -> None:
         raw = await gql(
             client,
             "query($q: String!) { prometheusQuery(query: $q) { resultType series { labels points { value } } } }",
-            q=f'{gm.GR_ENGINE_ACTIVE}{{Hostname="{node}"}}',
+            q=f'{_gpu.GR_ENGINE_ACTIVE}{{Hostname="{node}"}}',
         )
     # The idle placement holds its GPUs but runs nothing: near 0.
-    assert idle["gpuActivity"]["gpus"] and idle["gpuActivity"]["duty"] <= mt.IDLE_DUTY + 1e-9
+    assert (
+        idle["gpuActivity"]["gpus"] and idle["gpuActivity"]["duty"] <= metrics_twin.IDLE_DUTY + 1e-9
+    )
     # The stuck op pins its trainer's GPU; the sampler idles.
     roles = {w["role"]: w["gpuDuty"][0]["value"] for w in stuck["workers"]["nodes"]}
-    assert roles == {"trainer": mt.PINNED_DUTY, "sampler": pytest.approx(mt.IDLE_DUTY)}
+    assert roles == {
+        "trainer": metrics_twin.PINNED_DUTY,
+        "sampler": pytest.approx(metrics_twin.IDLE_DUTY),
+    }
     # The lost model's workers are dead: its GPUs are silent.
     assert lost["gpuActivity"]["duty"] == 0.0
     # Models running ops keep their GPUs busy.
@@ -219,7 +230,7 @@ async def test_live_ticks_append_once_per_scrape_and_history_stays_bounded() -> 
     before = d.emitted
     twin = d.twin
     t = demo.end
-    for _ in range(int(mt.SCRAPE_S / TICK_S) * 2):
+    for _ in range(int(metrics_twin.SCRAPE_S / TICK_S) * 2):
         t += TICK_S
         demo.sim.advance(t)
         d.tick(t)
@@ -229,7 +240,7 @@ async def test_live_ticks_append_once_per_scrape_and_history_stays_bounded() -> 
     later = t + 3 * 3600
     d.tick(later)
     assert d.twin is not twin
-    assert all(len(buf) <= mt.KEPT for buf in d.series.values())
+    assert all(len(buf) <= metrics_twin.KEPT for buf in d.series.values())
 
 
 async def test_kubernetes_gpus_and_nodes_carry_their_duty(demo: Demo) -> None:
@@ -252,7 +263,7 @@ async def test_kubernetes_gpus_and_nodes_carry_their_duty(demo: Demo) -> None:
         body = await gql(client, query, uuid=pinned, node=node.name)
     assert "errors" not in body, body
     d = body["data"]
-    assert d["gpu"]["duty"] == {"uuid": pinned, "value": 1.0, "metric": gm.GR_ENGINE_ACTIVE}
+    assert d["gpu"]["duty"] == {"uuid": pinned, "value": 1.0, "metric": _gpu.GR_ENGINE_ACTIVE}
     points = d["gpu"]["series"]["points"]
     assert d["gpu"]["series"]["stepSeconds"] == 60.0 and len(points) >= 50
     assert {p["value"] for p in points[-20:]} == {1.0}  # pinned for the last twenty minutes

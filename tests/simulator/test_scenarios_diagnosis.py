@@ -29,10 +29,9 @@ from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.diagnosis import Cause
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
-from openrl_inspect.simulator import SimConfig, Simulation, populate
-from openrl_inspect.simulator import kube_staging as ks
+from openrl_inspect.simulator import SimConfig, Simulation, kube_staging, populate
 from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes, slice_record
-from openrl_inspect.simulator.scenarios import objects as ob
+from openrl_inspect.simulator.scenarios import objects as scenario_objects
 from openrl_inspect.simulator.scenarios import pods, waiting
 from support.client_models import roundtrip
 from support.harness import app_client, gql
@@ -234,7 +233,7 @@ async def test_the_api_gives_the_same_verdicts(world: World) -> None:
 # ------------------------------------------------------------ the staged objects
 
 
-def _stagings(sim: Simulation) -> list[tuple[str, ks.Staging]]:
+def _stagings(sim: Simulation) -> list[tuple[str, kube_staging.Staging]]:
     names = {mid: name for name, mid in sim.scenario_ids.items()}
     return [(names[mid], stage(sim, sim.models[mid])) for mid, stage in sim.kube_stages.items()]
 
@@ -291,7 +290,9 @@ async def test_staged_objects_are_valid_for_the_client_models(world: World) -> N
 
 
 def test_a_misshapen_staged_object_is_caught() -> None:
-    pod = ob.worker_pod("m-1", "trainer", created=1.8e9, node="n", phase="Pending", conditions=[])
+    pod = scenario_objects.worker_pod(
+        "m-1", "trainer", created=1.8e9, node="n", phase="Pending", conditions=[]
+    )
     pod["status"]["condition"] = pod["status"].pop("conditions")
     with pytest.raises(AssertionError):
         roundtrip(pod, "V1Pod")
@@ -302,7 +303,7 @@ async def test_staged_objects_are_the_twins_own(world: World) -> None:
     for an untainted node, the same pod identity (labels, owners, claims)."""
     sim = world.sim
     for node in sim.cluster.nodes[:2]:
-        parsed = parse_object(ob.resource_slice(node, 1.7e9))
+        parsed = parse_object(scenario_objects.resource_slice(node, 1.7e9))
         assert parsed == slice_record(node)
     stages, sim.kube_stages = sim.kube_stages, {}
     try:
@@ -324,7 +325,7 @@ async def test_an_unreadable_staged_object_is_refused(world: World) -> None:
     sim = world.sim
     mid = sim.scenario_ids["quota"]
     stages = dict(sim.kube_stages)
-    sim.kube_stages[mid] = lambda s, m: ks.Staging(({"kind": "Pod", "metadata": {}},))
+    sim.kube_stages[mid] = lambda s, m: kube_staging.Staging(({"kind": "Pod", "metadata": {}},))
     try:
         with pytest.raises(ValueError, match="staged object not readable: Pod"):
             cluster_records(sim)

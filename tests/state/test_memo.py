@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from openrl_inspect.adapters.redis import _sampler_batches as sb
+from openrl_inspect.adapters.redis import _sampler_batches
 from openrl_inspect.core.errors import BadRecord, DecodeError
 from openrl_inspect.state import rollup
 from openrl_inspect.state.memo import Memo
@@ -45,10 +45,10 @@ def test_a_malformed_step_raises_every_time() -> None:
 
 
 def test_a_bad_sampler_batch_is_each_requests_own_and_a_good_one_is_kept() -> None:
-    bad = sb._entry("m-memo", "[1, 2]", 5.0)
-    again = sb._entry("m-memo", "[1, 2]", 5.0)
+    bad = _sampler_batches._entry("m-memo", "[1, 2]", 5.0)
+    again = _sampler_batches._entry("m-memo", "[1, 2]", 5.0)
     assert isinstance(bad.record, BadRecord) and again.record is not bad.record
     good = '{"t": 1700000000.0, "id": "b-1", "batch_size": 4}'
-    kept = sb._entry("m-memo", good, 1700000000.0)
-    assert sb._entry("m-memo", good.encode(), 1700000000.0) is kept
+    kept = _sampler_batches._entry("m-memo", good, 1700000000.0)
+    assert _sampler_batches._entry("m-memo", good.encode(), 1700000000.0) is kept
     assert not isinstance(kept.record, BadRecord) and kept.record.batch_size == 4

@@ -25,7 +25,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_node, parse_pod, parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.core.domain import OpStatus
 from openrl_inspect.resolvers.diagnosis import (
     DutyEvidence,
@@ -46,7 +47,7 @@ from openrl_inspect.state.records import (
     WorkerRecord,
 )
 
-from support import kube_objects as ko
+from support import kube_objects
 
 NOW = parse_time("2026-01-05T10:00:00Z") or 0.0
 MODEL = "lora-a"
@@ -188,7 +189,7 @@ def _shifted(h: History, by: float) -> History:
 
 def worker(wid: str = TRAINER, role: str = "trainer", *, beat: float = NOW - 3.0) -> WorkerRecord:
     pod = TRAINER_POD if role == "trainer" else SAMPLER_POD
-    gpus = [ko.gpu_uuid(NODE, i) for i in range(8)] if role == "trainer" else []
+    gpus = [kube_objects.gpu_uuid(NODE, i) for i in range(8)] if role == "trainer" else []
     return WorkerRecord(
         id=wid,
         role=role,
@@ -207,10 +208,10 @@ def placement(*, admitted: float = NOW - 7100) -> PlacementRecord:
         id="pl-1",
         model_id=MODEL,
         workload="job-lora-a-trainer-8d1e4",
-        namespace=ko.NAMESPACE,
+        namespace=kube_objects.NAMESPACE,
         pods=[TRAINER_POD, SAMPLER_POD],
         node=NODE,
-        gpu_ids=[ko.gpu_uuid(NODE, i) for i in range(8)],
+        gpu_ids=[kube_objects.gpu_uuid(NODE, i) for i in range(8)],
         admitted_at=admitted,
         released_at=None,
     )
@@ -231,7 +232,7 @@ def running_container(name: str = "trainer", **kw: Any) -> ContainerState:
 def pod(
     name: str = TRAINER_POD, role: str = "trainer", *, containers: Sequence[ContainerState] = ()
 ) -> PodRecord:
-    obj = ko.pod(
+    obj = kube_objects.pod(
         name,
         model_id=MODEL,
         role=role,
@@ -239,7 +240,7 @@ def pod(
         claim_name=f"{name}-gpus-x7k2p" if role == "trainer" else None,
         claim_template="h100x8" if role == "trainer" else None,
         conditions=[
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": ko.CREATED},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": kube_objects.CREATED},
             {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-05T08:05:00Z"},
         ],
     )
@@ -249,13 +250,13 @@ def pod(
 
 
 def gpus(node: str = NODE) -> list[GpuDevice]:
-    rec = parse_slice(ko.h100_slice(node))
+    rec = parse_slice(kube_objects.h100_slice(node))
     assert rec is not None
     return list(rec.devices)
 
 
 def node_record(name: str = NODE, *, ready: bool = True) -> NodeRecord:
-    rec = parse_node(ko.node(name, ready=ready))
+    rec = parse_node(kube_objects.node(name, ready=ready))
     assert rec is not None
     return rec
 

@@ -30,8 +30,7 @@ from graphql import (
     get_named_type,
 )
 from graphql import build_schema as build_schema_from_sdl
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, settings, strategies
 from openrl_inspect.adapters.redis import StateStore
 from openrl_inspect.cli.demo import DemoTwins
 from openrl_inspect.core.errors import BackendUnavailable
@@ -99,14 +98,20 @@ def _pick(draw: Any, options: Sequence[Any]) -> Any:
     """One of ``options``: drawn by hypothesis, or chosen by a seeded ``random.Random``."""
     if isinstance(draw, random.Random):
         return draw.choice(options)
-    return draw(st.sampled_from(options))
+    return draw(strategies.sampled_from(options))
 
 
 def _some(draw: Any, names: list[str], least: int, most: int) -> list[str]:
     """Between ``least`` and ``most`` distinct names, in a drawn order."""
     if isinstance(draw, random.Random):
         return draw.sample(names, draw.randint(least, min(most, len(names))))
-    return list(draw(st.lists(st.sampled_from(names), min_size=least, max_size=most, unique=True)))
+    return list(
+        draw(
+            strategies.lists(
+                strategies.sampled_from(names), min_size=least, max_size=most, unique=True
+            )
+        )
+    )
 
 
 class Doc:
@@ -313,13 +318,13 @@ def generated(examples: int) -> settings:
     )
 
 
-documents = st.composite(document)
+documents = strategies.composite(document)
 
 
-def check_generated(world: World, data: st.DataObject) -> None:
+def check_generated(world: World, data: strategies.DataObject) -> None:
     """One generated document under one drawn fault: alike on both paths."""
     text = data.draw(documents(world.pool), label="document")
-    fault = data.draw(st.sampled_from(FAULTS), label="fault")
+    fault = data.draw(strategies.sampled_from(FAULTS), label="fault")
     stock, fast = both(world, text, fault)
     assert fast == stock
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from support import kube_objects as ko
+from support import kube_objects
 
 Obj = dict[str, Any]
 
@@ -29,14 +29,14 @@ BACK_OFF = (
 def crashlooping_sampler(node_name: str = "gpu-h100-1") -> Obj:
     """A sampler pod whose container the kernel OOM-killed five times: now waiting in
     CrashLoopBackOff; the previous run's end is in ``lastState.terminated``."""
-    obj = ko.pod(
+    obj = kube_objects.pod(
         "lora-a-sampler-0",
         model_id="lora-a",
         role="sampler",
         node_name=node_name,
         claim_name="lora-a-sampler-0-gpus-q8w3t",
         conditions=[
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": ko.CREATED},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": kube_objects.CREATED},
             {
                 "type": "Ready",
                 "status": "False",
@@ -80,7 +80,7 @@ def tainted_slice(
 ) -> Obj:
     """The node's slice with taints on some devices (by index): by default Xid 79 (the
     GPU fell off the bus) on gpu-3 and an informational Xid 43 on gpu-5."""
-    obj = ko.h100_slice(node, version=version)
+    obj = kube_objects.h100_slice(node, version=version)
     chosen = taints if taints is not None else {3: [xid_taint(79)], 5: [xid_taint(43, "None")]}
     for index, device_taints in chosen.items():
         device = obj["spec"]["devices"][index]

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 from openrl_inspect.adapters.logs import SEVERITIES
 
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube
 
 NOW = datetime(2026, 3, 1, 13, 0, tzinfo=UTC)
 T0 = NOW - timedelta(minutes=30)
-NS = ko.NAMESPACE
+NS = kube_objects.NAMESPACE
 MODEL = "lora-a"
 TRAINER = "lora-a-trainer-0"
 SAMPLER = "lora-a-sampler-0"
@@ -91,9 +91,9 @@ LINES = _lines()
 def load(fake: FakeKube) -> None:
     """The pods (trainer restarted once) and their logs, with the kubelet's clock at NOW."""
     fake.put(
-        ko.pod(TRAINER, model_id=MODEL, role="trainer", node_name="gpu-h100-1"),
-        ko.pod(SAMPLER, model_id=MODEL, role="sampler", node_name="gpu-h100-1"),
-        ko.pod(OTHER, model_id="lora-z", role="trainer", node_name="gpu-h100-1"),
+        kube_objects.pod(TRAINER, model_id=MODEL, role="trainer", node_name="gpu-h100-1"),
+        kube_objects.pod(SAMPLER, model_id=MODEL, role="sampler", node_name="gpu-h100-1"),
+        kube_objects.pod(OTHER, model_id="lora-z", role="trainer", node_name="gpu-h100-1"),
     )
     fake.log_clock = NOW.timestamp
     for line in LINES:

@@ -23,15 +23,16 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_workload
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.tracker.placements import PlacementTracker, derive_placement, placement_id
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.harness import app_client, gql, populate
 from support.kube_harness import eventually, synced_source
@@ -39,7 +40,7 @@ from support.kube_harness import eventually, synced_source
 __all__ = ["fake_kube"]  # the fixture, used by name below
 
 ADMITTED_AT = parse_time("2026-01-05T09:00:30Z")
-H100_UUIDS = [ko.gpu_uuid("gpu-h100-1", i) for i in range(8)]
+H100_UUIDS = [kube_objects.gpu_uuid("gpu-h100-1", i) for i in range(8)]
 
 
 def _parsed(obj: dict[str, Any], parse: Any) -> Any:
@@ -61,7 +62,7 @@ def claim(obj: dict[str, Any]) -> ClaimRecord:
 
 
 def h100_gpus() -> list[GpuDevice]:
-    return list(_parsed(ko.h100_slice(), parse_slice).devices)
+    return list(_parsed(kube_objects.h100_slice(), parse_slice).devices)
 
 
 @dataclass
@@ -80,11 +81,11 @@ class Calls:
 
 
 def test_derive_placement_from_workload_pods_claims_gpus() -> None:
-    admitted = workload(ko.admitted_workload())
+    admitted = workload(kube_objects.admitted_workload())
     facts = derive_placement(
         admitted,
-        [pod(ko.running_trainer()), pod(ko.unschedulable_pod())],
-        [claim(ko.allocated_claim())],
+        [pod(kube_objects.running_trainer()), pod(kube_objects.unschedulable_pod())],
+        [claim(kube_objects.allocated_claim())],
         h100_gpus(),
     )
     assert facts is not None
@@ -95,10 +96,10 @@ def test_derive_placement_from_workload_pods_claims_gpus() -> None:
     assert list(facts.gpu_ids) == H100_UUIDS
     assert facts.admitted_at == ADMITTED_AT
     assert facts.placement_id == f"uid-wl-job-lora-a-trainer-8d1e4.{int(ADMITTED_AT or 0)}"
-    assert derive_placement(workload(ko.pending_workload()), [], [], []) is None
+    assert derive_placement(workload(kube_objects.pending_workload()), [], [], []) is None
     # devices not published (yet) keep their DRA names
     unpublished = derive_placement(
-        admitted, [pod(ko.running_trainer())], [claim(ko.allocated_claim())], []
+        admitted, [pod(kube_objects.running_trainer())], [claim(kube_objects.allocated_claim())], []
     )
     assert unpublished is not None and unpublished.gpu_ids[0] == "gpu-h100-1/gpu-0"
 
@@ -106,14 +107,20 @@ def test_derive_placement_from_workload_pods_claims_gpus() -> None:
 def test_tracker_records_once_keeps_history_and_releases() -> None:
     calls = Calls()
     tracker = PlacementTracker(calls)
-    wl, trainer, gpus = workload(ko.admitted_workload()), pod(ko.running_trainer()), h100_gpus()
-    claims = [claim(ko.allocated_claim())]
+    wl, trainer, gpus = (
+        workload(kube_objects.admitted_workload()),
+        pod(kube_objects.running_trainer()),
+        h100_gpus(),
+    )
+    claims = [claim(kube_objects.allocated_claim())]
     first = tracker.observe([wl], [trainer], claims, gpus, 100.0)
     again = tracker.observe([wl], [trainer], claims, gpus, 101.0)
     assert [c.kind for c in first] == ["admitted"] and again == []
     assert len(calls.admitted) == 1 and calls.admitted[0][7] == ADMITTED_AT
     sampler = pod(
-        ko.pod("lora-a-sampler-0", model_id="lora-a", role="sampler", node_name="gpu-h100-1")
+        kube_objects.pod(
+            "lora-a-sampler-0", model_id="lora-a", role="sampler", node_name="gpu-h100-1"
+        )
     )
     grown = tracker.observe([wl], [trainer, sampler], claims, gpus, 102.0)
     assert [c.kind for c in grown] == ["updated"]
@@ -122,7 +129,7 @@ def test_tracker_records_once_keeps_history_and_releases() -> None:
     assert tracker.observe([wl], [sampler], claims, gpus, 103.0) == []
     # a partial snapshot never releases
     assert tracker.observe([], [], [], [], 104.0, complete=False) == []
-    finished = copy.deepcopy(ko.admitted_workload())
+    finished = copy.deepcopy(kube_objects.admitted_workload())
     finished["status"]["conditions"].append(
         {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
          "lastTransitionTime": "2026-01-05T09:40:00Z"}
@@ -138,12 +145,14 @@ def test_readmission_after_eviction_is_a_new_placement_and_vanishing_releases_no
     than the re-admission, whatever the tracker's clock says."""
     calls = Calls()
     tracker = PlacementTracker(calls)
-    wl = workload(ko.admitted_workload())
-    tracker.observe([wl], [pod(ko.running_trainer())], [], [], 10.0)
-    again = copy.deepcopy(ko.admitted_workload())
+    wl = workload(kube_objects.admitted_workload())
+    tracker.observe([wl], [pod(kube_objects.running_trainer())], [], [], 10.0)
+    again = copy.deepcopy(kube_objects.admitted_workload())
     for cond in again["status"]["conditions"]:
         cond["lastTransitionTime"] = "2026-01-05T09:45:00Z"
-    changes = tracker.observe([workload(again)], [pod(ko.running_trainer())], [], [], 20.0)
+    changes = tracker.observe(
+        [workload(again)], [pod(kube_objects.running_trainer())], [], [], 20.0
+    )
     assert sorted(c.kind for c in changes) == ["admitted", "released"]
     assert len({c.placement_id for c in changes}) == 2
     assert calls.released == [("lora-a", placement_id(wl), parse_time("2026-01-05T09:45:00Z"))]
@@ -203,7 +212,7 @@ async def test_placement_walk_through_the_real_adapter(fake_kube: FakeKube, tmp_
     """The fake API server -> official client -> watch cache -> tracker -> Redis -> API:
     one query walks Model -> placements -> pods -> node -> GPUs -> holder model; the
     waiting model explains itself; no GraphQL request reaches the API server."""
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     server = fakeredis.FakeServer()
     rec = AsyncRecorder(
         fakeredis.FakeAsyncRedis(server=server, decode_responses=True), batch_size=1 << 30
@@ -241,12 +250,16 @@ async def test_placement_walk_through_the_real_adapter(fake_kube: FakeKube, tmp_
         assert [g["uuid"] for g in got["liveGpus"]] == H100_UUIDS
         reasons = waiting["data"]["model"]["whyWaiting"]
         assert [(r["rank"], r["kind"]) for r in reasons] == [(1, "QUOTA"), (2, "UNSCHEDULABLE")]
-        assert reasons[0]["message"] == ko.PENDING_QUOTA_MESSAGE
+        assert reasons[0]["message"] == kube_objects.PENDING_QUOTA_MESSAGE
         assert waiting["data"]["capacity"] == {"total": 16, "held": 8, "free": 8}
         assert waiting["data"]["kubernetesStatus"] == {"ready": True, "degraded": False}
 
         # The job ends: its pod, claim and Workload go; the history stays in Redis.
-        for obj in (ko.running_trainer(), ko.allocated_claim(), ko.admitted_workload()):
+        for obj in (
+            kube_objects.running_trainer(),
+            kube_objects.allocated_claim(),
+            kube_objects.admitted_workload(),
+        ):
             fake_kube.delete(obj)
 
         async def gone() -> bool:
@@ -289,7 +302,7 @@ async def watching(fake: FakeKube, source: KubernetesCacheSource) -> None:
 async def test_cluster_queries_survive_a_410_and_a_restart(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     store = RedisStateStore.in_memory(fakeredis.FakeServer())
     async with (
         synced_source(fake_kube, tmp_path) as source,
@@ -297,7 +310,7 @@ async def test_cluster_queries_survive_a_410_and_a_restart(
     ):
         fake_kube.expire_history()
         await eventually(lambda: fake_kube.expired_watches >= 5, what="410 on every watch")
-        fake_kube.put(ko.node("gpu-h100-2"), ko.h100_slice("gpu-h100-2"))
+        fake_kube.put(kube_objects.node("gpu-h100-2"), kube_objects.h100_slice("gpu-h100-2"))
         await eventually(lambda: _steady(source), what="relisted")
         await watching(fake_kube, source)
         before = fake_kube.total_requests()
@@ -311,7 +324,7 @@ async def test_cluster_queries_survive_a_410_and_a_restart(
         down = await gql(client, CLUSTER)
         assert down["data"]["nodes"]["degraded"] is True  # served from the cache, said so
         assert len(down["data"]["nodes"]["nodes"]) == 4
-        fake_kube.put(ko.node("gpu-h200-2", product=ko.H200))
+        fake_kube.put(kube_objects.node("gpu-h200-2", product=kube_objects.H200))
         fake_kube.start()
         await eventually(lambda: _steady(source), what="watching again")
 

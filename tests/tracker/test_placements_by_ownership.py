@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.tracker.placements import PlacementTracker
 from support import kube_owned as owned

@@ -12,8 +12,7 @@ from urllib.parse import unquote
 
 import anyio
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies
 from openrl_inspect.adapters.cloud_logging import CloudLoggingSource
 from openrl_inspect.adapters.cloud_logging._client import load_settings
 from openrl_inspect.adapters.logs import CloudLoggingSettings, LogPage, LogQuery
@@ -328,8 +327,10 @@ def plant(fake: FakeCloudLogging, value: str) -> None:
     )
 
 
-values = st.text(
-    st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), min_size=1, max_size=30
+values = strategies.text(
+    strategies.characters(exclude_characters="\x00", exclude_categories=["Cs"]),
+    min_size=1,
+    max_size=30,
 )
 
 

@@ -27,7 +27,7 @@ from openrl_inspect.adapters.logs import (
 from openrl_inspect.adapters.logs._filter import tokenize
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.core.errors import InvalidInput
-from support import kube_events as ke
+from support import kube_events
 from support.fake_cloud_logging import FakeCloudLogging, fake_cloud_logging
 
 __all__ = ["fake_cloud_logging"]  # the fixture, used by name below
@@ -76,7 +76,7 @@ def container_lines(project: str = PROJECT) -> list[dict[str, Any]]:
 
 
 def event_entries(project: str = PROJECT) -> list[dict[str, Any]]:
-    elsewhere = ke.failed_scheduling()
+    elsewhere = kube_events.failed_scheduling()
     elsewhere["metadata"] = {**elsewhere["metadata"], "namespace": "other", "name": "x.1"}
     elsewhere["regarding"] = {**elsewhere["regarding"], "namespace": "other"}
     started = {
@@ -89,12 +89,12 @@ def event_entries(project: str = PROJECT) -> list[dict[str, Any]]:
         "logName": f"projects/{project}/logs/events",
     }
     return [
-        ke.cloud_logging_entry(e, project=project)
+        kube_events.cloud_logging_entry(e, project=project)
         for e in (
-            ke.failed_scheduling(),  # the model's pod: 09:39:30, Warning
-            ke.kueue_pending(),  # the model's Workload: 09:41, Normal
-            ke.back_off(),  # another model's pod
-            ke.node_not_ready(),  # a node
+            kube_events.failed_scheduling(),  # the model's pod: 09:39:30, Warning
+            kube_events.kueue_pending(),  # the model's Workload: 09:41, Normal
+            kube_events.back_off(),  # another model's pod
+            kube_events.node_not_ready(),  # a node
             elsewhere,  # the same pod name in another namespace
         )
     ] + [started]
@@ -170,7 +170,9 @@ async def test_severity_and_text_apply_to_events_too() -> None:
 
 
 def test_a_node_event_entry() -> None:
-    entry = to_log_entry(ke.cloud_logging_entry(ke.node_not_ready()), CloudLoggingSettings())
+    entry = to_log_entry(
+        kube_events.cloud_logging_entry(kube_events.node_not_ready()), CloudLoggingSettings()
+    )
     assert entry.source is LogSourceKind.EVENT and entry.event is not None
     assert (entry.event.kind, entry.event.namespace, entry.event.name) == (
         "Node", None, "gpu-h200-1",

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
+from hypothesis import example, given, strategies
 from openrl_inspect.adapters.logs import MAX_FILTER_CHARS
 from openrl_inspect.adapters.logs._filter import (
     MAX_VALUE_CHARS,
@@ -51,9 +50,11 @@ HOSTILE = [
 ]
 
 # Any text a caller could send; NUL is refused outright (see below).
-values = st.one_of(
-    st.sampled_from(HOSTILE),
-    st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=40),
+values = strategies.one_of(
+    strategies.sampled_from(HOSTILE),
+    strategies.text(
+        strategies.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=40
+    ),
 )
 non_empty = values.filter(bool)
 
@@ -108,7 +109,7 @@ def test_a_quoted_value_is_one_literal_that_decodes_to_itself(value: str) -> Non
 
 @given(
     model=values,
-    pods=st.lists(values, min_size=2, max_size=2),
+    pods=strategies.lists(values, min_size=2, max_size=2),
     pod=values,
     role=values,
     text=non_empty,
@@ -143,7 +144,7 @@ def test_a_hostile_model_id_matches_only_its_own_entries(value: str) -> None:
     assert not matches(wire_entry(timestamp=END + timedelta(seconds=1), message="", model_id=value))
 
 
-@given(value=non_empty, before=st.text(max_size=5), after=st.text(max_size=5))
+@given(value=non_empty, before=strategies.text(max_size=5), after=strategies.text(max_size=5))
 @each_hostile(value=lambda h: h, before=lambda h: "", after=lambda h: "")
 def test_a_hostile_search_text_is_a_plain_substring(value: str, before: str, after: str) -> None:
     matches = compile_filter(build_filter(start=START, end=END, text=value))
@@ -219,7 +220,9 @@ def test_bad_identifiers_and_values_are_refused(call: Any) -> None:
         call()
 
 
-@given(key=st.text(max_size=30).filter(lambda k: not k or any(c in k for c in '" \\\n()=:')))
+@given(
+    key=strategies.text(max_size=30).filter(lambda k: not k or any(c in k for c in '" \\\n()=:'))
+)
 def test_a_label_key_with_any_special_character_is_refused(key: str) -> None:
     with pytest.raises(InvalidInput):
         label_equals(key, "v")

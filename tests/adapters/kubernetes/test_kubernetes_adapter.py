@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from openrl_inspect.adapters.kubernetes import DeviceKey, KubernetesCacheSource, ObjectKey
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import eventually, synced_source
 
@@ -40,7 +40,7 @@ def _has_pod(source: KubernetesCacheSource, name: str) -> Callable[[], Awaitable
 
 
 async def test_reads_after_sync_make_no_api_requests(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         status = await source.status()
         assert status.ready and not status.degraded
@@ -55,20 +55,20 @@ async def test_reads_after_sync_make_no_api_requests(fake_kube: FakeKube, tmp_pa
         pods = await source.list_pods(model_id="lora-b")
         assert [p.key for p in pods.items] == [WAITING] and not pods.degraded
         waiting = pods.items[0].scheduling_failure
-        assert waiting is not None and waiting.message == ko.UNSCHEDULABLE_MESSAGE
+        assert waiting is not None and waiting.message == kube_objects.UNSCHEDULABLE_MESSAGE
         assert (await source.get_pods([WAITING, ObjectKey("openrl", "gone"), TRAINER]))[1] is None
         (on_node,) = await source.pods_by_node(["gpu-h100-1"])
         assert [p.key for p in on_node.items] == [TRAINER]
         (pending, admitted) = await source.workloads_by_model(["lora-b", "lora-a"])
         quota = pending.items[0].condition("QuotaReserved")
-        assert quota is not None and quota.message == ko.PENDING_QUOTA_MESSAGE
+        assert quota is not None and quota.message == kube_objects.PENDING_QUOTA_MESSAGE
         assert admitted.items[0].admission is not None
         nodes = await source.get_nodes(["gpu-h200-1", "cpu-1"])
         assert [n.gpu_allocatable if n else None for n in nodes] == [8, 0]
         assert [n.name for n in (await source.list_nodes(limit=2)).items] == ["cpu-1", "gpu-h100-1"]
         gpus = await source.list_gpus(node_name="gpu-h200-1")
-        assert len(gpus.items) == 8 and {g.product_name for g in gpus.items} == {ko.H200}
-        (by_uuid,) = await source.gpus_by_uuid([ko.gpu_uuid("gpu-h100-1", 6)])
+        assert len(gpus.items) == 8 and {g.product_name for g in gpus.items} == {kube_objects.H200}
+        (by_uuid,) = await source.gpus_by_uuid([kube_objects.gpu_uuid("gpu-h100-1", 6)])
         assert by_uuid is not None and by_uuid.key == DeviceKey(
             "gpu.nvidia.com", "gpu-h100-1", "gpu-6"
         )
@@ -82,15 +82,15 @@ async def test_reads_after_sync_make_no_api_requests(fake_kube: FakeKube, tmp_pa
 
 
 async def test_watch_events_update_the_cache(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         lists_before = fake_kube.count("list", "pods")
         fake_kube.put(
-            ko.pod("lora-c-rollout-0", model_id="lora-c", role="rollout", phase="Pending")
+            kube_objects.pod("lora-c-rollout-0", model_id="lora-c", role="rollout", phase="Pending")
         )
         await eventually(_has_pod(source, "lora-c-rollout-0"), what="ADDED pod")
 
-        placed = ko.pod(
+        placed = kube_objects.pod(
             "lora-c-rollout-0", model_id="lora-c", role="rollout", node_name="gpu-h200-1"
         )
         fake_kube.put(placed)
@@ -100,7 +100,7 @@ async def test_watch_events_update_the_cache(fake_kube: FakeKube, tmp_path: Path
             return [p.name for p in listing.items] == ["lora-c-rollout-0"]
 
         await eventually(moved, what="MODIFIED pod")
-        fake_kube.delete(ko.unschedulable_pod())
+        fake_kube.delete(kube_objects.unschedulable_pod())
 
         async def deleted() -> bool:
             return "lora-b-trainer-0" not in await pod_names(source)
@@ -112,9 +112,11 @@ async def test_watch_events_update_the_cache(fake_kube: FakeKube, tmp_path: Path
 async def test_newest_pool_generation_wins_through_the_watch(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
-        gen2 = ko.resource_slice("gpu-h100-1", generation=2, count=4, name="gpu-h100-1-gen2")
+        gen2 = kube_objects.resource_slice(
+            "gpu-h100-1", generation=2, count=4, name="gpu-h100-1-gen2"
+        )
         fake_kube.put(gen2)
 
         async def generations() -> set[int]:
@@ -124,7 +126,7 @@ async def test_newest_pool_generation_wins_through_the_watch(
         await eventually(lambda: _equals(generations(), {2}), what="generation 2 only")
         assert len((await source.list_gpus(node_name="gpu-h100-1")).items) == 4
         gone, kept = await source.gpus_by_uuid(
-            [ko.gpu_uuid("gpu-h100-1", 7), ko.gpu_uuid("gpu-h100-1", 3)]
+            [kube_objects.gpu_uuid("gpu-h100-1", 7), kube_objects.gpu_uuid("gpu-h100-1", 3)]
         )
         assert gone is None and kept is not None and kept.slice_name == "gpu-h100-1-gen2"
         fake_kube.delete(gen2)
@@ -136,10 +138,12 @@ async def _equals(value: Awaitable[object], expected: object) -> bool:
 
 
 async def test_bookmarks_move_the_resource_version(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         (informer,) = source.informers["pods"]
-        fake_kube.put(ko.node("gpu-h100-2"))  # moves the server's resourceVersion, not pods'
+        fake_kube.put(
+            kube_objects.node("gpu-h100-2")
+        )  # moves the server's resourceVersion, not pods'
         await eventually(_has_node(source, "gpu-h100-2"))
         assert informer.resource_version != str(fake_kube.rv)
         fake_kube.bookmark()
@@ -155,7 +159,7 @@ def _has_node(source: KubernetesCacheSource, name: str) -> Callable[[], Awaitabl
 
 async def test_expired_watch_relists(fake_kube: FakeKube, tmp_path: Path) -> None:
     """A watch ERROR event with a 410 Status: the informer lists again, then watches."""
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         before = {kind: relists(source, kind) for kind in source.informers}
         fake_kube.expire_history()
@@ -163,7 +167,7 @@ async def test_expired_watch_relists(fake_kube: FakeKube, tmp_path: Path) -> Non
             await eventually(_relisted(source, kind, before[kind]), what=f"{kind} relist")
         assert fake_kube.expired_watches >= len(source.informers)
         await eventually(lambda: _not_degraded(source), what="healthy again")
-        fake_kube.put(ko.pod("after-410", model_id="lora-d"))
+        fake_kube.put(kube_objects.pod("after-410", model_id="lora-d"))
         await eventually(_has_pod(source, "after-410"), what="watching again")
 
 
@@ -177,8 +181,8 @@ async def _not_degraded(source: KubernetesCacheSource) -> bool:
 
 async def test_stale_continue_token_restarts_the_list(fake_kube: FakeKube, tmp_path: Path) -> None:
     """HTTP 410 on a continuation: the paged list starts over and still syncs."""
-    fake_kube.put(*ko.cluster())
-    fake_kube.put(*(ko.pod(f"worker-{i}", model_id="lora-e") for i in range(4)))
+    fake_kube.put(*kube_objects.cluster())
+    fake_kube.put(*(kube_objects.pod(f"worker-{i}", model_id="lora-e") for i in range(4)))
     fake_kube.expire_next_continue()
     async with synced_source(fake_kube, tmp_path, list_page_size=1) as source:
         assert fake_kube.expired_continues == 1
@@ -190,7 +194,7 @@ async def test_stale_continue_token_restarts_the_list(fake_kube: FakeKube, tmp_p
 
 
 async def test_paged_list(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*(ko.pod(f"worker-{i}", model_id="lora-e") for i in range(5)))
+    fake_kube.put(*(kube_objects.pod(f"worker-{i}", model_id="lora-e") for i in range(5)))
     async with synced_source(fake_kube, tmp_path, list_page_size=2) as source:
         assert fake_kube.count("list", "pods") == 3
         (listing,) = await source.pods_by_model(["lora-e"], limit=10)
@@ -200,7 +204,7 @@ async def test_paged_list(fake_kube: FakeKube, tmp_path: Path) -> None:
 async def test_restart_resumes_the_watch(fake_kube: FakeKube, tmp_path: Path) -> None:
     """The server goes away: reads keep coming from the cache, marked degraded; when it is
     back (same port, history kept) the watch resumes without a relist."""
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         lists = relists(source, "pods")
         fake_kube.stop()
@@ -209,7 +213,7 @@ async def test_restart_resumes_the_watch(fake_kube: FakeKube, tmp_path: Path) ->
         assert listing.degraded and len(listing.items) == 2
         error = source.kind_status("pods").last_error or ""
         assert "cannot be reached" in error and "127.0.0.1" not in error
-        fake_kube.put(ko.pod("while-down", model_id="lora-f"))
+        fake_kube.put(kube_objects.pod("while-down", model_id="lora-f"))
         fake_kube.start()
         await eventually(_has_pod(source, "while-down"), what="resumed watch")
         await eventually(lambda: _not_degraded(source), what="healthy")
@@ -217,12 +221,12 @@ async def test_restart_resumes_the_watch(fake_kube: FakeKube, tmp_path: Path) ->
 
 
 async def test_restart_with_lost_history_relists(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         lists = relists(source, "pods")
         fake_kube.stop()
-        fake_kube.put(ko.pod("while-down", model_id="lora-f"))
-        fake_kube.delete(ko.running_trainer())
+        fake_kube.put(kube_objects.pod("while-down", model_id="lora-f"))
+        fake_kube.delete(kube_objects.running_trainer())
         fake_kube.expire_history()
         fake_kube.start()
 
@@ -234,7 +238,7 @@ async def test_restart_with_lost_history_relists(fake_kube: FakeKube, tmp_path: 
 
 
 async def test_resync_period_relists(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path, resync_period_s=1.0) as source:
         await eventually(lambda: relists(source, "nodes") >= 2, what="resync")
         assert fake_kube.count("list", "nodes") >= 2
@@ -242,8 +246,8 @@ async def test_resync_period_relists(fake_kube: FakeKube, tmp_path: Path) -> Non
 
 
 async def test_namespace_selection(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
-    fake_kube.put(ko.pod("elsewhere", model_id="lora-a", namespace="other"))
+    fake_kube.put(*kube_objects.cluster())
+    fake_kube.put(kube_objects.pod("elsewhere", model_id="lora-a", namespace="other"))
     async with synced_source(fake_kube, tmp_path, namespaces=("openrl",)) as source:
         (listing,) = await source.pods_by_model(["lora-a"])
         assert [p.key for p in listing.items] == [TRAINER]

@@ -22,8 +22,8 @@ from openrl_inspect.adapters.kubernetes import (
     PodLogSource,
 )
 from openrl_inspect.adapters.kubernetes._api import create_api_client
-from openrl_inspect.adapters.kubernetes._event_logs import event_row
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
+from openrl_inspect.adapters.kubernetes._events import event_row
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.logs import (
     CloudLoggingSettings,
@@ -32,7 +32,7 @@ from openrl_inspect.adapters.logs import (
     TruncationReason,
     to_log_entry,
 )
-from support import pod_log_samples as S
+from support import pod_log_samples
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings
 
@@ -41,25 +41,28 @@ __all__ = ["fake_kube"]  # the fixture, used by name below
 pytestmark = pytest.mark.anyio
 
 WINDOW = LogQuery(
-    start=S.T0 - timedelta(minutes=10),
-    end=S.NOW,
-    model_id=S.MODEL,
-    event_objects=(("Pod", S.NS, S.TRAINER), ("Workload", S.NS, "job-lora-a")),
+    start=pod_log_samples.T0 - timedelta(minutes=10),
+    end=pod_log_samples.NOW,
+    model_id=pod_log_samples.MODEL,
+    event_objects=(
+        ("Pod", pod_log_samples.NS, pod_log_samples.TRAINER),
+        ("Workload", pod_log_samples.NS, "job-lora-a"),
+    ),
     limit=500,
 )
 
 
 def ev(name: str, kind: str, obj: str, minutes: float, reason: str, **kw: Any) -> EventRecord:
-    at = (S.T0 + timedelta(minutes=minutes)).timestamp()
+    at = (pod_log_samples.T0 + timedelta(minutes=minutes)).timestamp()
     fields: dict[str, Any] = {
-        "namespace": S.NS,
+        "namespace": pod_log_samples.NS,
         "name": name,
         "uid": f"uid-{name}",
         "type": "Warning",
         "reason": reason,
         "note": f"{reason} for {obj}",
         "action": None,
-        "regarding": ObjectRef(kind, S.NS, obj),
+        "regarding": ObjectRef(kind, pod_log_samples.NS, obj),
         "related": None,
         "reporting_controller": "kubelet",
         "count": 3,
@@ -72,16 +75,16 @@ def ev(name: str, kind: str, obj: str, minutes: float, reason: str, **kw: Any) -
 
 
 EVENTS = [
-    ev("t1", "Pod", S.TRAINER, 4.5, "BackOff"),
+    ev("t1", "Pod", pod_log_samples.TRAINER, 4.5, "BackOff"),
     ev("w1", "Workload", "job-lora-a", 7.25, "Admitted", type="Normal"),
-    ev("s1", "Pod", S.SAMPLER, 5, "Unhealthy"),  # not asked for
-    ev("t0", "Pod", S.TRAINER, -20, "Scheduled"),  # before the window
+    ev("s1", "Pod", pod_log_samples.SAMPLER, 5, "Unhealthy"),  # not asked for
+    ev("t0", "Pod", pod_log_samples.TRAINER, -20, "Scheduled"),  # before the window
 ]
 
 
 @pytest.fixture
 async def api_client(fake_kube: FakeKube, tmp_path: Path) -> AsyncIterator[Any]:
-    S.load(fake_kube)
+    pod_log_samples.load(fake_kube)
     client, _ = await create_api_client(kube_settings(fake_kube, tmp_path))
     try:
         yield client
@@ -93,7 +96,7 @@ def source(api_client: Any, fake: FakeKube) -> PodLogSource:
     pods = [r for r in (parse_pod(o) for o in fake.objects("pods")) if r is not None]
     twin = MemoryKubernetesSource(pods, events=EventStore(max_age_s=10 * 365 * 86400.0))
     twin.put(*EVENTS)
-    return PodLogSource(api_client, twin, PodLogSettings(), clock=S.NOW.timestamp)
+    return PodLogSource(api_client, twin, PodLogSettings(), clock=pod_log_samples.NOW.timestamp)
 
 
 async def test_events_join_the_pod_lines_in_time_order(
@@ -102,15 +105,15 @@ async def test_events_join_the_pod_lines_in_time_order(
     page = await source(api_client, fake_kube).entries(WINDOW)
     assert not page.truncated
     lines = [(e.timestamp, e.message) for e in page.entries if e.source is LogSourceKind.POD]
-    assert lines == S.expected_lines(WINDOW.start, WINDOW.end)
+    assert lines == pod_log_samples.expected_lines(WINDOW.start, WINDOW.end)
     events = [e for e in page.entries if e.source is LogSourceKind.EVENT]
     assert [(e.message, e.severity) for e in events] == [
-        (f"BackOff for {S.TRAINER}", "WARNING"),
+        (f"BackOff for {pod_log_samples.TRAINER}", "WARNING"),
         ("Admitted for job-lora-a", "INFO"),
     ]
     assert [e.timestamp for e in page.entries] == sorted(e.timestamp for e in page.entries)
     assert events[0].event is not None and events[0].event.component == "kubelet"
-    assert events[0].pod == S.TRAINER and events[1].pod is None
+    assert events[0].pod == pod_log_samples.TRAINER and events[1].pod is None
 
 
 async def test_pages_of_lines_and_events_have_no_gaps(fake_kube: FakeKube, api_client: Any) -> None:
@@ -140,13 +143,13 @@ def test_a_cached_event_reads_back_as_the_exporter_wrote_it() -> None:
     assert row is not None and row["logName"] == "projects/openrl-local/logs/events"
     assert row["resource"]["type"] == "k8s_pod"
     assert (row["resource"]["labels"]["namespace_name"], row["resource"]["labels"]["pod_name"]) == (
-        S.NS,
-        S.TRAINER,
+        pod_log_samples.NS,
+        pod_log_samples.TRAINER,
     )
     assert row["jsonPayload"]["involvedObject"] == {
         "kind": "Pod",
-        "name": S.TRAINER,
-        "namespace": S.NS,
+        "name": pod_log_samples.TRAINER,
+        "namespace": pod_log_samples.NS,
     }
     entry = to_log_entry(row, CloudLoggingSettings())
     assert entry.event is not None and entry.event.reason == "BackOff"

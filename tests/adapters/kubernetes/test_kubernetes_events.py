@@ -17,10 +17,10 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from openrl_inspect.adapters.kubernetes import EventRecord, EventStore, ObjectRef
 from openrl_inspect.adapters.kubernetes._events import MAX_NOTE_CHARS, parse_event
-from openrl_inspect.adapters.kubernetes._parse import parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.core.errors import InvalidInput
-from support import kube_events as ke
+from support import kube_events
 from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
 
 __all__ = ["fake_kube"]  # the fixture, used by name below
@@ -54,7 +54,7 @@ def roundtrip(obj: dict[str, Any]) -> Any:
 STAND_IN = "2026-01-05T09:00:00.000000Z"
 
 
-@pytest.mark.parametrize("obj", ke.all_events(), ids=lambda o: o["reason"])
+@pytest.mark.parametrize("obj", kube_events.all_events(), ids=lambda o: o["reason"])
 def test_fixtures_are_valid_for_the_client_model(obj: dict[str, Any]) -> None:
     checked = dict(obj)
     if checked["eventTime"] is None:
@@ -64,7 +64,7 @@ def test_fixtures_are_valid_for_the_client_model(obj: dict[str, Any]) -> None:
 
 
 def test_a_misspelt_field_is_caught() -> None:
-    event = ke.failed_scheduling()
+    event = kube_events.failed_scheduling()
     event["serie"] = event.pop("series")
     with pytest.raises(AssertionError):
         roundtrip(event)
@@ -73,12 +73,12 @@ def test_a_misspelt_field_is_caught() -> None:
 def test_the_client_model_refuses_a_core_v1_event() -> None:
     """Why the adapter never uses the model: real legacy events do not validate."""
     with pytest.raises(ValueError, match="eventTime"), client.ApiClient() as api:
-        api.deserialize(json.dumps(ke.back_off()), "EventsV1Event", "application/json")
+        api.deserialize(json.dumps(kube_events.back_off()), "EventsV1Event", "application/json")
 
 
 def test_the_typed_client_lists_the_fakes_events(fake_kube: FakeKube, tmp_path: Path) -> None:
     """The fake serves events where the official client asks for them, as it expects."""
-    fake_kube.put(ke.failed_scheduling(), ke.scheduled())
+    fake_kube.put(kube_events.failed_scheduling(), kube_events.scheduled())
     api = config.new_client_from_config(
         config_file=str(write_kubeconfig(tmp_path / "kubeconfig", fake_kube.url))
     )
@@ -97,7 +97,7 @@ def test_the_typed_client_lists_the_fakes_events(fake_kube: FakeKube, tmp_path: 
 
 
 def test_a_series_event() -> None:
-    rec = parse_event(ke.failed_scheduling())
+    rec = parse_event(kube_events.failed_scheduling())
     assert rec is not None
     assert (rec.namespace, rec.reason, rec.type, rec.action) == (
         "openrl", "FailedScheduling", "Warning", "Scheduling",
@@ -109,12 +109,12 @@ def test_a_series_event() -> None:
     assert rec.first_at == parse_time("2026-01-05T09:30:01.234567Z")
     assert rec.last_at == parse_time("2026-01-05T09:39:30Z")
     assert rec.reporting_controller == "default-scheduler"
-    assert rec.reporting_instance == ke.SCHEDULER_INSTANCE
+    assert rec.reporting_instance == kube_events.SCHEDULER_INSTANCE
     assert rec.note is not None and rec.note.startswith("0/3 nodes are available")
 
 
 def test_a_core_v1_event_reads_its_deprecated_fields() -> None:
-    rec = parse_event(ke.back_off())
+    rec = parse_event(kube_events.back_off())
     assert rec is not None
     assert rec.count == 7
     assert rec.first_at == parse_time("2026-01-05T09:12:00Z")
@@ -123,14 +123,14 @@ def test_a_core_v1_event_reads_its_deprecated_fields() -> None:
 
 
 def test_the_source_stands_in_for_missing_reporting_fields() -> None:
-    rec = parse_event(ke.kueue_pending())
+    rec = parse_event(kube_events.kueue_pending())
     assert rec is not None
     assert rec.reporting_controller == "kueue-admission" and rec.reporting_instance is None
     assert rec.regarding.kind == "Workload" and rec.count == 23
 
 
 def test_a_node_event_regards_a_cluster_scoped_object() -> None:
-    rec = parse_event(ke.node_not_ready())
+    rec = parse_event(kube_events.node_not_ready())
     assert rec is not None
     assert rec.namespace == "default"
     assert (rec.regarding.kind, rec.regarding.namespace, rec.regarding.name) == (
@@ -139,7 +139,7 @@ def test_a_node_event_regards_a_cluster_scoped_object() -> None:
 
 
 def test_times_fall_back_to_creation_and_count_to_one() -> None:
-    event = ke.back_off()
+    event = kube_events.back_off()
     for key in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount"):
         del event[key]
     rec = parse_event(event)
@@ -159,13 +159,13 @@ def test_times_fall_back_to_creation_and_count_to_one() -> None:
     ids=["no-regarding-name", "no-regarding", "regarding-not-object", "no-name"],
 )
 def test_an_event_about_nothing_is_skipped(damage: Any) -> None:
-    event = ke.failed_scheduling()
+    event = kube_events.failed_scheduling()
     damage(event)
     assert parse_event(event) is None
 
 
 def test_odd_fields_spoil_only_themselves() -> None:
-    event = ke.failed_scheduling()
+    event = kube_events.failed_scheduling()
     event.update(
         {
             "series": {"count": "many", "lastObservedTime": 17},
@@ -183,7 +183,7 @@ def test_odd_fields_spoil_only_themselves() -> None:
 
 
 def test_a_long_note_is_capped() -> None:
-    event = ke.failed_scheduling()
+    event = kube_events.failed_scheduling()
     event["note"] = "x" * 60_000
     rec = parse_event(event)
     assert rec is not None and rec.note is not None

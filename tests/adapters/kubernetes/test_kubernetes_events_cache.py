@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from openrl_inspect.adapters.kubernetes import KubernetesCacheSource
-from support import kube_events as ke
-from support import kube_objects as ko
+from support import kube_events, kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import eventually, synced_source, unstarted_source
 
@@ -32,7 +31,7 @@ async def reasons(source: KubernetesCacheSource, obj: tuple[str, str, str]) -> l
 
 
 async def test_events_sync_and_answer_from_the_cache(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster(), *ke.all_events())
+    fake_kube.put(*kube_objects.cluster(), *kube_events.all_events())
     async with synced_source(fake_kube, tmp_path, event_max_age_s=YEARS) as source:
         status = await source.status()
         events = status.kind("events")
@@ -46,28 +45,28 @@ async def test_events_sync_and_answer_from_the_cache(fake_kube: FakeKube, tmp_pa
         assert [e.reason for e in waiting.items] == ["FailedScheduling"]
         assert waiting.items[0].count == 12
         assert [e.reason for e in trainer.items] == ["BackOff", "Scheduled"]  # newest first
-        assert [e.note for e in workload.items] == [ko.PENDING_QUOTA_MESSAGE]
+        assert [e.note for e in workload.items] == [kube_objects.PENDING_QUOTA_MESSAGE]
         assert [e.reason for e in node.items] == ["NodeNotReady"]
         assert fake_kube.total_requests() == before
 
 
 async def test_watched_events_come_and_go(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path, event_max_age_s=YEARS) as source:
-        fake_kube.put(ke.failed_scheduling(count=3))
+        fake_kube.put(kube_events.failed_scheduling(count=3))
 
         async def added() -> bool:
             return await reasons(source, WAITING_POD) == ["FailedScheduling"]
 
         await eventually(added, what="ADDED event")
-        fake_kube.put(ke.failed_scheduling(count=9, last="2026-01-05T09:59:00.000000Z"))
+        fake_kube.put(kube_events.failed_scheduling(count=9, last="2026-01-05T09:59:00.000000Z"))
 
         async def grew() -> bool:
             (listing,) = await source.events_for([WAITING_POD], limit=5)
             return [e.count for e in listing.items] == [9]
 
         await eventually(grew, what="MODIFIED series")
-        fake_kube.delete(ke.failed_scheduling())
+        fake_kube.delete(kube_events.failed_scheduling())
 
         async def deleted() -> bool:
             return await reasons(source, WAITING_POD) == []
@@ -77,8 +76,8 @@ async def test_watched_events_come_and_go(fake_kube: FakeKube, tmp_path: Path) -
 
 
 async def test_the_bound_applies_to_the_watch_cache(fake_kube: FakeKube, tmp_path: Path) -> None:
-    old = ke.back_off(first="2026-01-05T08:00:00Z", last="2026-01-05T08:10:00Z")
-    fake_kube.put(*ke.all_events()[:3])
+    old = kube_events.back_off(first="2026-01-05T08:00:00Z", last="2026-01-05T08:10:00Z")
+    fake_kube.put(*kube_events.all_events()[:3])
     fake_kube.put({**old, "metadata": {**old["metadata"], "name": "lora-a-trainer-0.old"}})
     async with synced_source(fake_kube, tmp_path, event_max_age_s=YEARS, max_events=2) as source:
         events = (await source.status()).kind("events")
@@ -89,7 +88,7 @@ async def test_the_bound_applies_to_the_watch_cache(fake_kube: FakeKube, tmp_pat
 async def test_a_read_before_the_sync_is_narrowed_to_the_namespace(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ke.all_events())
+    fake_kube.put(*kube_events.all_events())
     async with unstarted_source(fake_kube, tmp_path, event_max_age_s=YEARS) as source:
         (listing,) = await source.events_for([WAITING_POD], limit=5)
         assert [e.reason for e in listing.items] == ["FailedScheduling"]

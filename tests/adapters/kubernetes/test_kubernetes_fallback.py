@@ -9,7 +9,7 @@ from urllib.parse import unquote
 import pytest
 from openrl_inspect.adapters.kubernetes import ObjectKey, load_settings, open_kubernetes
 from openrl_inspect.core.errors import BackendTimeout, BackendUnavailable, SettingsError
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source, unstarted_source
 
@@ -26,7 +26,7 @@ def last_query(fake: FakeKube, plural: str) -> dict[str, str]:
 async def test_unsynced_kinds_are_read_directly_and_marked_degraded(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with unstarted_source(fake_kube, tmp_path) as source:
         status = await source.status()
         assert not status.ready and status.degraded
@@ -70,7 +70,7 @@ async def test_unsynced_kinds_are_read_directly_and_marked_degraded(
 
 @pytest.mark.anyio
 async def test_direct_reads_are_bounded(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with unstarted_source(fake_kube, tmp_path, max_direct_read=2) as source:
         nodes = await source.list_nodes(limit=10)
         assert nodes.truncated and nodes.degraded and len(nodes.items) == 2
@@ -81,7 +81,7 @@ async def test_direct_reads_are_bounded(fake_kube: FakeKube, tmp_path: Path) -> 
 
 @pytest.mark.anyio
 async def test_field_selector_values_are_escaped(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with unstarted_source(fake_kube, tmp_path) as source:
         (missing,) = await source.get_nodes(["gpu-h100-1,metadata.name!=x"])
         assert missing is None
@@ -108,7 +108,7 @@ async def test_server_down_is_backend_unavailable(fake_kube: FakeKube, tmp_path:
 
 @pytest.mark.anyio
 async def test_slow_server_is_backend_timeout(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     fake_kube.delay_s = 2.0
     async with unstarted_source(fake_kube, tmp_path, request_timeout_s=0.2) as source:
         with pytest.raises(BackendTimeout) as caught:
@@ -121,7 +121,7 @@ async def test_slow_server_is_backend_timeout(fake_kube: FakeKube, tmp_path: Pat
 async def test_refusals_are_backend_unavailable(
     fake_kube: FakeKube, tmp_path: Path, code: int, words: str
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     fake_kube.failures["pods"] = code
     async with unstarted_source(fake_kube, tmp_path) as source:
         with pytest.raises(BackendUnavailable, match=words):
@@ -133,15 +133,15 @@ async def test_refusals_are_backend_unavailable(
 async def test_dra_served_only_at_v1beta1(fake_kube: FakeKube, tmp_path: Path) -> None:
     fake_kube.served["resource.k8s.io"] = ("v1beta1",)
     fake_kube.put(
-        *[o for o in ko.cluster() if not o["apiVersion"].startswith("resource.k8s.io/")],
-        ko.h100_slice(version="v1beta1"),
-        ko.h200_slice(version="v1beta1"),
-        ko.allocated_claim(version="v1beta1"),
+        *[o for o in kube_objects.cluster() if not o["apiVersion"].startswith("resource.k8s.io/")],
+        kube_objects.h100_slice(version="v1beta1"),
+        kube_objects.h200_slice(version="v1beta1"),
+        kube_objects.allocated_claim(version="v1beta1"),
     )
     async with synced_source(fake_kube, tmp_path) as source:
         gpus = await source.list_gpus(node_name="gpu-h100-1")
         assert [g.index for g in gpus.items] == list(range(8))
-        assert {g.product_name for g in gpus.items} == {ko.H100}
+        assert {g.product_name for g in gpus.items} == {kube_objects.H100}
         assert {g.memory_bytes for g in gpus.items} == {80 * 2**30}
         (claims,) = await source.claims_for_pods([TRAINER])
         assert claims.items[0].requests[0].count == 8
@@ -155,7 +155,7 @@ async def test_dra_served_only_at_v1beta1(fake_kube: FakeKube, tmp_path: Path) -
 @pytest.mark.anyio
 async def test_cluster_without_kueue(fake_kube: FakeKube, tmp_path: Path) -> None:
     del fake_kube.served["kueue.x-k8s.io"]
-    fake_kube.put(*[o for o in ko.cluster() if o["kind"] != "Workload"])
+    fake_kube.put(*[o for o in kube_objects.cluster() if o["kind"] != "Workload"])
     async with synced_source(fake_kube, tmp_path) as source:
         status = await source.status()
         workloads = status.kind("workloads")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies
 from openrl_inspect.adapters.kubernetes import (
     AllocatedDevice,
     ClaimConsumer,
@@ -44,18 +43,22 @@ USUAL_POOL = {"s0": "p0", "s1": "p1", "s2": "p0", "s3": "p1"}
 PRODUCTS = [None, "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
 EFFECTS = ["NoSchedule", "NoExecute", "None"]
 
-taints = st.lists(
-    st.builds(DeviceTaint, key=st.sampled_from(["a", "b"]), effect=st.sampled_from(EFFECTS)),
+taints = strategies.lists(
+    strategies.builds(
+        DeviceTaint,
+        key=strategies.sampled_from(["a", "b"]),
+        effect=strategies.sampled_from(EFFECTS),
+    ),
     max_size=2,
 ).map(tuple)
 
 
-@st.composite
+@strategies.composite
 def slices(draw: Any) -> SliceRecord:
-    name = draw(st.sampled_from(SLICES))
-    pool = draw(st.sampled_from([USUAL_POOL[name]] * 4 + POOLS))
-    generation = draw(st.integers(0, 2))
-    node = draw(st.sampled_from([*NODES, None]))
+    name = draw(strategies.sampled_from(SLICES))
+    pool = draw(strategies.sampled_from([USUAL_POOL[name]] * 4 + POOLS))
+    generation = draw(strategies.integers(0, 2))
+    node = draw(strategies.sampled_from([*NODES, None]))
     # Device names carry the slice's: a driver never publishes one device twice in a pool.
     devices = tuple(
         GpuDevice(
@@ -68,7 +71,7 @@ def slices(draw: Any) -> SliceRecord:
             uuid=f"GPU-{name}-{i}",
             index=i,
             minor=i,
-            product_name=draw(st.sampled_from(PRODUCTS)),
+            product_name=draw(strategies.sampled_from(PRODUCTS)),
             architecture=None,
             driver_version=None,
             pci_bus_id=None,
@@ -76,87 +79,93 @@ def slices(draw: Any) -> SliceRecord:
             slice_name=name,
             taints=draw(taints),
         )
-        for i in draw(st.sets(st.integers(0, 3), min_size=1, max_size=3))
+        for i in draw(strategies.sets(strategies.integers(0, 3), min_size=1, max_size=3))
     )
     return SliceRecord(name, DRIVER, pool, generation, node, devices)
 
 
-nodes = st.builds(
+nodes = strategies.builds(
     NodeRecord,
-    name=st.sampled_from(NODES),
-    labels=st.sampled_from([{}, {"nvidia.com/gpu.product": "NVIDIA-A100"}]),
-    gpu_allocatable=st.sampled_from([None, 0, 2, 4]),
-    gpu_capacity=st.sampled_from([None, 0, 4]),
-    ready=st.sampled_from([True, False, None]),
-    unschedulable=st.booleans(),
-    taints=st.sampled_from([(), (Taint("maintenance", "NoSchedule"),)]),
-    conditions=st.just(()),
-    created=st.none(),
+    name=strategies.sampled_from(NODES),
+    labels=strategies.sampled_from([{}, {"nvidia.com/gpu.product": "NVIDIA-A100"}]),
+    gpu_allocatable=strategies.sampled_from([None, 0, 2, 4]),
+    gpu_capacity=strategies.sampled_from([None, 0, 4]),
+    ready=strategies.sampled_from([True, False, None]),
+    unschedulable=strategies.booleans(),
+    taints=strategies.sampled_from([(), (Taint("maintenance", "NoSchedule"),)]),
+    conditions=strategies.just(()),
+    created=strategies.none(),
 )
 
-pods = st.builds(
+pods = strategies.builds(
     PodRecord,
-    namespace=st.just("openrl"),
-    name=st.sampled_from(["a", "b", "c", "d"]),
-    uid=st.just("uid"),
-    phase=st.sampled_from(["Running", "Pending", "Succeeded"]),
-    node_name=st.sampled_from([*NODES, None]),
-    labels=st.just({}),
-    model_id=st.none(),
-    worker_role=st.none(),
-    conditions=st.just(()),
-    containers=st.just(()),
-    scheduling_failure=st.none(),
-    resource_claims=st.just(()),
-    gpu_request=st.integers(0, 3),
-    owner_kind=st.none(),
-    owner_name=st.none(),
-    created=st.none(),
-    started=st.none(),
-    deleting=st.just(False),
+    namespace=strategies.just("openrl"),
+    name=strategies.sampled_from(["a", "b", "c", "d"]),
+    uid=strategies.just("uid"),
+    phase=strategies.sampled_from(["Running", "Pending", "Succeeded"]),
+    node_name=strategies.sampled_from([*NODES, None]),
+    labels=strategies.just({}),
+    model_id=strategies.none(),
+    worker_role=strategies.none(),
+    conditions=strategies.just(()),
+    containers=strategies.just(()),
+    scheduling_failure=strategies.none(),
+    resource_claims=strategies.just(()),
+    gpu_request=strategies.integers(0, 3),
+    owner_kind=strategies.none(),
+    owner_name=strategies.none(),
+    created=strategies.none(),
+    started=strategies.none(),
+    deleting=strategies.just(False),
 )
 
-allocated = st.builds(
+allocated = strategies.builds(
     lambda s, i, pool: AllocatedDevice("gpus", DRIVER, pool or USUAL_POOL[s], f"{s}-gpu-{i}"),
-    st.sampled_from(SLICES),
-    st.integers(0, 3),
-    st.sampled_from([None] * 4 + POOLS),
+    strategies.sampled_from(SLICES),
+    strategies.integers(0, 3),
+    strategies.sampled_from([None] * 4 + POOLS),
 )
 
-claims = st.builds(
+claims = strategies.builds(
     ClaimRecord,
-    namespace=st.just("openrl"),
-    name=st.sampled_from(["c0", "c1", "c2", "c3", "c4"]),
-    uid=st.just("uid"),
-    requests=st.just(()),
-    allocated=st.just(True),
-    devices=st.lists(allocated, min_size=1, max_size=3).map(tuple),
-    reserved_for=st.sampled_from([(), (ClaimConsumer("pods", "a", None),)]),
-    created=st.none(),
-    deleting=st.just(False),
+    namespace=strategies.just("openrl"),
+    name=strategies.sampled_from(["c0", "c1", "c2", "c3", "c4"]),
+    uid=strategies.just("uid"),
+    requests=strategies.just(()),
+    allocated=strategies.just(True),
+    devices=strategies.lists(allocated, min_size=1, max_size=3).map(tuple),
+    reserved_for=strategies.sampled_from([(), (ClaimConsumer("pods", "a", None),)]),
+    created=strategies.none(),
+    deleting=strategies.just(False),
 )
 
-rules = st.builds(
+rules = strategies.builds(
     TaintRuleRecord,
-    name=st.sampled_from(["r0", "r1"]),
-    uid=st.just("uid"),
-    taint=st.builds(DeviceTaint, key=st.just("rule"), effect=st.sampled_from(EFFECTS)),
-    selects=st.booleans(),
-    pool=st.sampled_from([None, *POOLS]),
-    device=st.sampled_from([None, "s0-gpu-0", "s1-gpu-1"]),
-    device_class=st.sampled_from([None, None, "gpu.nvidia.com"]),
+    name=strategies.sampled_from(["r0", "r1"]),
+    uid=strategies.just("uid"),
+    taint=strategies.builds(
+        DeviceTaint, key=strategies.just("rule"), effect=strategies.sampled_from(EFFECTS)
+    ),
+    selects=strategies.booleans(),
+    pool=strategies.sampled_from([None, *POOLS]),
+    device=strategies.sampled_from([None, "s0-gpu-0", "s1-gpu-1"]),
+    device_class=strategies.sampled_from([None, None, "gpu.nvidia.com"]),
 )
 
-records = st.one_of(nodes, pods, slices(), claims, rules)
+records = strategies.one_of(nodes, pods, slices(), claims, rules)
 # ("put", record) | ("delete", kind, key) | ("snapshot",)
 KINDS = {"nodes": NODES, "pods": ["a", "b", "c", "d"], "resourceslices": SLICES,
          "resourceclaims": ["c0", "c1", "c2", "c3", "c4"], "devicetaintrules": ["r0", "r1"]}  # fmt: skip
 NAMESPACED = {"pods", "resourceclaims"}
-deletes = st.sampled_from(sorted(KINDS)).flatmap(
-    lambda kind: st.tuples(st.just("delete"), st.just(kind), st.sampled_from(KINDS[kind]))
+deletes = strategies.sampled_from(sorted(KINDS)).flatmap(
+    lambda kind: strategies.tuples(
+        strategies.just("delete"), strategies.just(kind), strategies.sampled_from(KINDS[kind])
+    )
 )
-ops = st.lists(
-    st.one_of(st.tuples(st.just("put"), records), deletes, st.just(("snapshot",))),
+ops = strategies.lists(
+    strategies.one_of(
+        strategies.tuples(strategies.just("put"), records), deletes, strategies.just(("snapshot",))
+    ),
     min_size=8,
     max_size=40,
 )
@@ -212,7 +221,7 @@ def check_against_per_request(view: ClusterView, snap: GpuSnapshot) -> None:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops, st.lists(records, max_size=25))
+@given(ops, strategies.lists(records, max_size=25))
 def test_incremental_views_equal_a_recomputation(
     sequence: list[tuple[Any, ...]], relisted: list[Any]
 ) -> None:

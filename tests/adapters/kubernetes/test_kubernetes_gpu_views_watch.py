@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from openrl_inspect.adapters.kubernetes import GpuSnapshot, KubernetesCacheSource
 from openrl_inspect.adapters.kubernetes._view import ClusterView
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import eventually, synced_source, unstarted_source
 
@@ -35,15 +35,15 @@ def same(a: GpuSnapshot, b: GpuSnapshot) -> bool:
 async def test_watch_events_and_a_relist_keep_the_views(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path) as source:
         first = source.view.gpu_snapshot()
         assert same(first, rebuilt(source)) and first.total.held == 8
         held = first.total.held
 
         # Watch events: the claim goes (8 GPUs free again), a new node appears.
-        fake_kube.delete(ko.allocated_claim())
-        fake_kube.put(ko.node("gpu-h100-2"))
+        fake_kube.delete(kube_objects.allocated_claim())
+        fake_kube.put(kube_objects.node("gpu-h100-2"))
         await eventually(lambda: source.view.gpu_snapshot().total.held == 0, what="claim gone")
         await eventually(lambda: "gpu-h100-2" in source.view.gpu_snapshot().nodes, what="node")
         assert first.total.held == held  # the snapshot taken before did not move
@@ -52,7 +52,7 @@ async def test_watch_events_and_a_relist_keep_the_views(
         # Changes the watch never delivers: the history is compacted, the informers
         # relist (410) and the views follow the relist's upserts and deletes.
         fake_kube.expire_history()
-        fake_kube.put(ko.allocated_claim(), ko.h100_slice("gpu-h100-2"))
+        fake_kube.put(kube_objects.allocated_claim(), kube_objects.h100_slice("gpu-h100-2"))
         await eventually(
             lambda: (
                 source.view.gpu_snapshot().total.held == 8
@@ -66,7 +66,7 @@ async def test_watch_events_and_a_relist_keep_the_views(
 async def test_before_the_sync_the_views_come_from_direct_reads(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with unstarted_source(fake_kube, tmp_path) as source:
         early = await source.gpu_views()
         # Every kind was read directly, and the answer says so.

@@ -15,24 +15,24 @@ from openrl_inspect.adapters.kubernetes import (
     TaintRuleRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_slice, parse_taint_rule
-from openrl_inspect.adapters.kubernetes._parse import parse_pod, parse_time
+from openrl_inspect.adapters.kubernetes._json import parse_time
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
 from openrl_inspect.adapters.kubernetes._store import GpuIndex
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
-from support import kube_health_objects as kh
-from support import kube_objects as ko
+from support import kube_health_objects, kube_objects
 from support.client_models import roundtrip
 
 
 @pytest.mark.parametrize(
     ("obj", "model"),
     [
-        (kh.crashlooping_sampler(), "V1Pod"),
-        (kh.tainted_slice(), "V1ResourceSlice"),
-        (kh.tainted_slice(version="v1beta1"), "V1beta1ResourceSlice"),
-        (kh.taint_rule(version="v1alpha3"), "V1alpha3DeviceTaintRule"),
-        (kh.taint_rule(version="v1beta2"), "V1beta2DeviceTaintRule"),
-        (kh.taint_rule(version="v1"), "V1DeviceTaintRule"),
+        (kube_health_objects.crashlooping_sampler(), "V1Pod"),
+        (kube_health_objects.tainted_slice(), "V1ResourceSlice"),
+        (kube_health_objects.tainted_slice(version="v1beta1"), "V1beta1ResourceSlice"),
+        (kube_health_objects.taint_rule(version="v1alpha3"), "V1alpha3DeviceTaintRule"),
+        (kube_health_objects.taint_rule(version="v1beta2"), "V1beta2DeviceTaintRule"),
+        (kube_health_objects.taint_rule(version="v1"), "V1DeviceTaintRule"),
     ],
     ids=lambda v: v if isinstance(v, str) else v["apiVersion"] + "/" + v["metadata"]["name"],
 )
@@ -43,7 +43,7 @@ def test_objects_are_valid_for_the_client_models(obj: dict[str, Any], model: str
 def test_a_misplaced_taint_is_caught() -> None:
     """v1 puts taints on the device itself; under ``basic`` (v1beta1's place) the v1 model
     loses them, so a fixture with taints in the wrong place fails the check above."""
-    obj = kh.tainted_slice()
+    obj = kube_health_objects.tainted_slice()
     device = obj["spec"]["devices"][3]
     device["basic"] = {"taints": device.pop("taints")}
     with pytest.raises(AssertionError):
@@ -54,7 +54,7 @@ def test_the_pre_135_selector_is_gone_from_the_installed_client() -> None:
     """deviceClassName and CEL selectors existed in v1alpha3 up to 1.34 (API reference);
     this client is newer and drops them, so that shape is not checked against it."""
     with pytest.raises(AssertionError):
-        roundtrip(kh.cel_taint_rule(), "V1alpha3DeviceTaintRule")
+        roundtrip(kube_health_objects.cel_taint_rule(), "V1alpha3DeviceTaintRule")
 
 
 def _pod(obj: dict[str, Any]) -> PodRecord:
@@ -64,8 +64,12 @@ def _pod(obj: dict[str, Any]) -> PodRecord:
 
 
 def test_crashlooping_sampler_shows_its_oom_kill() -> None:
-    (c,) = _pod(kh.crashlooping_sampler()).containers
-    assert (c.state, c.reason, c.message) == ("waiting", "CrashLoopBackOff", kh.BACK_OFF)
+    (c,) = _pod(kube_health_objects.crashlooping_sampler()).containers
+    assert (c.state, c.reason, c.message) == (
+        "waiting",
+        "CrashLoopBackOff",
+        kube_health_objects.BACK_OFF,
+    )
     assert (c.ready, c.restart_count, c.image) == (False, 5, "ghcr.io/openrl/sampler:1.4.2")
     assert c.exit_code is None and c.signal is None
     last = c.last_termination
@@ -76,7 +80,7 @@ def test_crashlooping_sampler_shows_its_oom_kill() -> None:
 
 
 def test_a_current_termination_keeps_its_signal() -> None:
-    obj = kh.crashlooping_sampler()
+    obj = kube_health_objects.crashlooping_sampler()
     status = obj["status"]["containerStatuses"][0]
     status["state"] = {
         "terminated": {
@@ -94,14 +98,14 @@ def test_a_current_termination_keeps_its_signal() -> None:
 
 
 def test_image_falls_back_to_the_spec() -> None:
-    obj = kh.crashlooping_sampler()
+    obj = kube_health_objects.crashlooping_sampler()
     del obj["status"]["containerStatuses"][0]["image"]
     (c,) = _pod(obj).containers
     assert c.image == "ghcr.io/openrl/sampler:1.4.2"
 
 
 def test_odd_termination_fields_spoil_only_themselves() -> None:
-    obj = kh.crashlooping_sampler()
+    obj = kube_health_objects.crashlooping_sampler()
     status = obj["status"]["containerStatuses"][0]
     status["lastState"]["terminated"].update(exitCode="x", signal=True, finishedAt="never")
     (c,) = _pod(obj).containers
@@ -126,10 +130,14 @@ def _devices(obj: dict[str, Any]) -> dict[str, GpuDevice]:
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])
 def test_slice_taints_are_read_where_each_version_puts_them(version: str) -> None:
-    devices = _devices(kh.tainted_slice(version=version))
+    devices = _devices(kube_health_objects.tainted_slice(version=version))
     (xid79,) = devices["gpu-3"].taints
     assert xid79 == DeviceTaint(
-        kh.XID_TAINT, "NoSchedule", "79", parse_time(kh.TAINTED_AT), rule=None
+        kube_health_objects.XID_TAINT,
+        "NoSchedule",
+        "79",
+        parse_time(kube_health_objects.TAINTED_AT),
+        rule=None,
     )
     assert not devices["gpu-3"].healthy
     (xid43,) = devices["gpu-5"].taints
@@ -138,7 +146,9 @@ def test_slice_taints_are_read_where_each_version_puts_them(version: str) -> Non
 
 
 def test_a_taint_without_key_is_dropped_and_unknown_effects_do_not_block() -> None:
-    obj = kh.tainted_slice(taints={1: [{"effect": "NoSchedule"}, {"key": "k", "effect": "Later"}]})
+    obj = kube_health_objects.tainted_slice(
+        taints={1: [{"effect": "NoSchedule"}, {"key": "k", "effect": "Later"}]}
+    )
     (taint,) = _devices(obj)["gpu-1"].taints
     assert (taint.key, taint.effect, taint.value) == ("k", "Later", None)
     assert _devices(obj)["gpu-1"].healthy  # unknown effects count as None (the API says)
@@ -152,51 +162,56 @@ def _rule(obj: dict[str, Any]) -> TaintRuleRecord:
 
 @pytest.mark.parametrize("version", ["v1alpha3", "v1beta2", "v1"])
 def test_taint_rule_parses_in_every_version(version: str) -> None:
-    rule = _rule(kh.taint_rule(version=version))
+    rule = _rule(kube_health_objects.taint_rule(version=version))
     assert rule.key == ObjectKey("", "drain-gpu-h100-1-gpu-6") and rule.evaluable
     assert (rule.driver, rule.pool, rule.device) == ("gpu.nvidia.com", "gpu-h100-1", "gpu-6")
     assert rule.taint == DeviceTaint(
         "example.com/maintenance",
         "NoExecute",
         "hbm-replacement",
-        parse_time(kh.TAINTED_AT),
+        parse_time(kube_health_objects.TAINTED_AT),
         rule="drain-gpu-h100-1-gpu-6",
     )
 
 
 def test_cel_rule_is_not_evaluable_and_selectorless_rule_selects_nothing() -> None:
-    cel = _rule(kh.cel_taint_rule())
+    cel = _rule(kube_health_objects.cel_taint_rule())
     assert not cel.evaluable and cel.device_class == "gpu.nvidia.com" and len(cel.cel) == 1
-    bare = kh.taint_rule()
+    bare = kube_health_objects.taint_rule()
     del bare["spec"]["deviceSelector"]
     assert not _rule(bare).selects
-    no_key = kh.taint_rule()
+    no_key = kube_health_objects.taint_rule()
     del no_key["spec"]["taint"]["key"]
     assert parse_taint_rule(no_key) is None and parse_taint_rule({"metadata": {}}) is None
 
 
 def _index(*rules: dict[str, Any]) -> dict[str, GpuDevice]:
-    slices = [parse_slice(kh.tainted_slice()), parse_slice(ko.h200_slice())]
+    slices = [
+        parse_slice(kube_health_objects.tainted_slice()),
+        parse_slice(kube_objects.h200_slice()),
+    ]
     index = GpuIndex([s for s in slices if s is not None], [_rule(r) for r in rules])
     return {f"{d.pool}/{d.device}": d for d in index.devices}
 
 
 def test_a_rule_taints_the_devices_it_selects() -> None:
-    gpus = _index(kh.taint_rule())
+    gpus = _index(kube_health_objects.taint_rule())
     (taint,) = gpus["gpu-h100-1/gpu-6"].taints
     assert taint.rule == "drain-gpu-h100-1-gpu-6" and not gpus["gpu-h100-1/gpu-6"].healthy
     assert gpus["gpu-h200-1/gpu-6"].taints == ()
     # Cumulative with the driver's own taints.
-    both = _index(kh.taint_rule(selector={"pool": "gpu-h100-1", "device": "gpu-3"}))
+    both = _index(
+        kube_health_objects.taint_rule(selector={"pool": "gpu-h100-1", "device": "gpu-3"})
+    )
     assert [t.key for t in both["gpu-h100-1/gpu-3"].taints] == [
-        kh.XID_TAINT, "example.com/maintenance",
+        kube_health_objects.XID_TAINT, "example.com/maintenance",
     ]  # fmt: skip
 
 
 def test_empty_selector_matches_all_and_no_selector_none() -> None:
-    everything = _index(kh.taint_rule(selector={}))
+    everything = _index(kube_health_objects.taint_rule(selector={}))
     assert all(not d.healthy for d in everything.values()) and len(everything) == 16
-    bare = kh.taint_rule()
+    bare = kube_health_objects.taint_rule()
     del bare["spec"]["deviceSelector"]
     nothing = _index(bare)
     assert [k for k, d in nothing.items() if d.taints and d.device != "gpu-3"] == [
@@ -205,22 +220,22 @@ def test_empty_selector_matches_all_and_no_selector_none() -> None:
 
 
 def test_cel_rule_is_named_not_applied() -> None:
-    gpus = _index(kh.cel_taint_rule())
+    gpus = _index(kube_health_objects.cel_taint_rule())
     assert all(d.rules_not_evaluated == ("taint-old-drivers",) for d in gpus.values())
     assert gpus["gpu-h200-1/gpu-0"].taints == () and gpus["gpu-h200-1/gpu-0"].healthy
-    other_driver = kh.cel_taint_rule()
+    other_driver = kube_health_objects.cel_taint_rule()
     other_driver["spec"]["deviceSelector"]["driver"] = "other.example.com"
     assert all(d.rules_not_evaluated == () for d in _index(other_driver).values())
 
 
 def test_the_index_is_rebuilt_when_rules_change() -> None:
     view = ClusterView()
-    rec = parse_slice(kh.tainted_slice())
+    rec = parse_slice(kube_health_objects.tainted_slice())
     assert rec is not None
     view.slices.upsert(rec)
     key = DeviceKey("gpu.nvidia.com", "gpu-h100-1", "gpu-6")
     assert view.gpus_by_device([key])[0] == rec.devices[6]
-    view.taint_rules.upsert(_rule(kh.taint_rule()))
+    view.taint_rules.upsert(_rule(kube_health_objects.taint_rule()))
     (gpu,) = view.gpus_by_device([key])
     assert gpu is not None and not gpu.healthy
     view.taint_rules.delete(ObjectKey("", "drain-gpu-h100-1-gpu-6"))
@@ -229,9 +244,9 @@ def test_the_index_is_rebuilt_when_rules_change() -> None:
 
 @pytest.mark.anyio
 async def test_twin_accepts_rules_and_applies_them() -> None:
-    slice_rec = parse_slice(kh.tainted_slice())
+    slice_rec = parse_slice(kube_health_objects.tainted_slice())
     assert slice_rec is not None
-    twin = MemoryKubernetesSource([slice_rec, _rule(kh.taint_rule())])
+    twin = MemoryKubernetesSource([slice_rec, _rule(kube_health_objects.taint_rule())])
     (listing,) = await twin.gpus_by_node(["gpu-h100-1"])
     assert [d.device for d in listing.items if not d.healthy] == ["gpu-3", "gpu-6"]
     status = await twin.status()

@@ -4,6 +4,8 @@ errors translated, and every body written a valid ``V1Lease``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -88,3 +90,19 @@ async def test_a_failing_server_is_a_backend_error(server: FakeLeases, tmp_path:
         with pytest.raises(BackendUnavailable):
             await elector.try_acquire_or_renew()
     assert not elector.leading
+
+
+def test_the_lease_module_and_the_twin_load_without_the_sdk() -> None:
+    # The Lease client shares its module with the records the twin and the RBAC test
+    # use; the SDK (about a second to import) must still wait for a client to open,
+    # and the package's RBAC tables must not even load the client module.
+    code = (
+        "import sys\n"
+        "from openrl_inspect.adapters.kubernetes import LEASE_VERBS, LOG_READS, READ_VERBS\n"
+        "print('openrl_inspect.adapters.kubernetes._api' in sys.modules)\n"
+        "from openrl_inspect.adapters.kubernetes import LeaseRecord, KubeLeases\n"
+        "from openrl_inspect.adapters.kubernetes.memory import MemoryLeases\n"
+        "print(any(m == 'kubernetes' or m.startswith('kubernetes.') for m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "False"]

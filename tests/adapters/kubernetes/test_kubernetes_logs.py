@@ -19,8 +19,8 @@ from openrl_inspect.adapters.kubernetes import ObjectKey, PodLogSettings, PodLog
 from openrl_inspect.adapters.kubernetes import load_pod_log_settings as load_settings
 from openrl_inspect.adapters.kubernetes._api import create_api_client
 from openrl_inspect.adapters.kubernetes._log_lines import parse_line
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
-from openrl_inspect.adapters.kubernetes._pod_logs import LOG_READS
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._resources import LOG_READS
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.logs import LogQuery, LogSourceKind, TruncationReason
 from openrl_inspect.adapters.logs._filter import tokenize
@@ -31,7 +31,7 @@ from openrl_inspect.core.errors import (
     NotFound,
     SettingsError,
 )
-from support import pod_log_samples as S
+from support import pod_log_samples
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import kube_settings, synced_source
 from support.tree import ROOT
@@ -40,13 +40,18 @@ __all__ = ["fake_kube"]  # the fixture, used by name below
 
 pytestmark = pytest.mark.anyio
 
-WINDOW = LogQuery(start=S.T0 - timedelta(minutes=10), end=S.NOW, model_id=S.MODEL, limit=500)
+WINDOW = LogQuery(
+    start=pod_log_samples.T0 - timedelta(minutes=10),
+    end=pod_log_samples.NOW,
+    model_id=pod_log_samples.MODEL,
+    limit=500,
+)
 RBAC = ROOT / "deploy" / "base" / "inspector" / "rbac.yaml"
 
 
 @pytest.fixture
 async def api_client(fake_kube: FakeKube, tmp_path: Path) -> AsyncIterator[Any]:
-    S.load(fake_kube)
+    pod_log_samples.load(fake_kube)
     client, _ = await create_api_client(kube_settings(fake_kube, tmp_path))
     try:
         yield client
@@ -62,7 +67,7 @@ def twin_of(fake: FakeKube) -> MemoryKubernetesSource:
 
 def source(api_client: Any, fake: FakeKube, **settings: Any) -> PodLogSource:
     return PodLogSource(
-        api_client, twin_of(fake), PodLogSettings(**settings), clock=S.NOW.timestamp
+        api_client, twin_of(fake), PodLogSettings(**settings), clock=pod_log_samples.NOW.timestamp
     )
 
 
@@ -82,15 +87,15 @@ async def test_a_models_pods_are_read_with_every_bound_on_the_wire(
 ) -> None:
     src = source(api_client, fake_kube, tail_lines=700, limit_bytes=90_000)
     page = await src.entries(WINDOW)
-    assert got(page) == S.expected_lines(WINDOW.start, WINDOW.end)
+    assert got(page) == pod_log_samples.expected_lines(WINDOW.start, WINDOW.end)
     assert not page.truncated and page.next_cursor is None and page.explorer_url is None
     requests = log_requests(fake_kube)
     paths = sorted({path for path, _ in requests})
     assert paths == [
-        f"/api/v1/namespaces/{S.NS}/pods/{S.SAMPLER}/log",
-        f"/api/v1/namespaces/{S.NS}/pods/{S.TRAINER}/log",
+        f"/api/v1/namespaces/{pod_log_samples.NS}/pods/{pod_log_samples.SAMPLER}/log",
+        f"/api/v1/namespaces/{pod_log_samples.NS}/pods/{pod_log_samples.TRAINER}/log",
     ]  # never the other model's pod
-    since = int((S.NOW - WINDOW.start).total_seconds()) + 1
+    since = int((pod_log_samples.NOW - WINDOW.start).total_seconds()) + 1
     for _, query in requests:
         assert query["timestamps"] == "true"
         assert query["tailLines"] == "700" and query["limitBytes"] == "90000"
@@ -110,13 +115,13 @@ async def test_entries_carry_pod_container_role_severity_and_fields(
     assert warning.source is LogSourceKind.POD
     assert (warning.severity, warning.pod, warning.container, warning.role) == (
         "WARNING",
-        S.TRAINER,
+        pod_log_samples.TRAINER,
         "trainer",
         "trainer",
     )
-    assert warning.model_id == S.MODEL and dict(warning.fields) == {"step": 4}
+    assert warning.model_id == pod_log_samples.MODEL and dict(warning.fields) == {"step": 4}
     error = by_message["[ERROR] sampler batch 6 retried: NaN in logits"]
-    assert (error.severity, error.pod, error.role) == ("ERROR", S.SAMPLER, "sampler")
+    assert (error.severity, error.pod, error.role) == ("ERROR", pod_log_samples.SAMPLER, "sampler")
     crash = by_message["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
     assert crash.fields["previous_instance"] is True
     assert len({e.insert_id for e in page.entries}) == len(page.entries)
@@ -125,12 +130,12 @@ async def test_entries_carry_pod_container_role_severity_and_fields(
 async def test_the_real_watch_cache_resolves_the_models_pods(
     fake_kube: FakeKube, tmp_path: Path
 ) -> None:
-    S.load(fake_kube)
+    pod_log_samples.load(fake_kube)
     async with synced_source(fake_kube, tmp_path) as kube:
-        src = PodLogSource.for_cluster(kube, clock=S.NOW.timestamp)
+        src = PodLogSource.for_cluster(kube, clock=pod_log_samples.NOW.timestamp)
         page = await src.entries(replace(WINDOW, severity_floor="ERROR"))
-    assert got(page) == S.expected_lines(WINDOW.start, WINDOW.end, severity="ERROR")
-    assert page.entries and all(e.pod == S.SAMPLER for e in page.entries)
+    assert got(page) == pod_log_samples.expected_lines(WINDOW.start, WINDOW.end, severity="ERROR")
+    assert page.entries and all(e.pod == pod_log_samples.SAMPLER for e in page.entries)
 
 
 # ------------------------------------------------------------------ filters, cursors
@@ -142,9 +147,12 @@ async def test_the_real_watch_cache_resolves_the_models_pods(
         {"severity_floor": "WARNING"},
         {"text": "nan IN LOGITS"},
         {"role": "trainer"},
-        {"pod": S.SAMPLER},
+        {"pod": pod_log_samples.SAMPLER},
         {"newest_first": True},
-        {"start": S.T0 + timedelta(minutes=3), "end": S.T0 + timedelta(minutes=6)},
+        {
+            "start": pod_log_samples.T0 + timedelta(minutes=3),
+            "end": pod_log_samples.T0 + timedelta(minutes=6),
+        },
     ],
 )
 async def test_filters_select_what_the_lines_say(
@@ -152,7 +160,7 @@ async def test_filters_select_what_the_lines_say(
 ) -> None:
     query = replace(WINDOW, **narrow)
     page = await source(api_client, fake_kube).entries(query)
-    want = S.expected_lines(
+    want = pod_log_samples.expected_lines(
         query.start,
         query.end,
         severity=query.severity_floor,
@@ -168,14 +176,14 @@ async def test_role_and_pod_narrow_the_reads_themselves(
     fake_kube: FakeKube, api_client: Any
 ) -> None:
     await source(api_client, fake_kube).entries(replace(WINDOW, role="sampler"))
-    assert {path.split("/")[-2] for path, _ in log_requests(fake_kube)} == {S.SAMPLER}
+    assert {path.split("/")[-2] for path, _ in log_requests(fake_kube)} == {pod_log_samples.SAMPLER}
 
 
 @pytest.mark.parametrize("field", ["text", "pod", "role", "model_id"], ids=lambda f: f"hostile-{f}")
 async def test_hostile_values_select_nothing_more(
     fake_kube: FakeKube, api_client: Any, field: str
 ) -> None:
-    hostile = f'{S.MODEL}" OR severity>=DEFAULT OR labels.x:"'
+    hostile = f'{pod_log_samples.MODEL}" OR severity>=DEFAULT OR labels.x:"'
     query = replace(WINDOW, **{field: hostile})  # type: ignore[arg-type]  # a str field
     page = await source(api_client, fake_kube).entries(query)
     assert page.entries == ()
@@ -192,7 +200,7 @@ async def test_cursors_page_through_without_gaps_or_repeats(
     while (cursor := pages[-1].next_cursor) is not None:
         assert pages[-1].truncated_reason is TruncationReason.LIMIT
         pages.append(await src.entries(query, cursor))
-    assert [m for p in pages for m in got(p)] == S.expected_lines(
+    assert [m for p in pages for m in got(p)] == pod_log_samples.expected_lines(
         query.start, query.end, newest_first=True
     )
     assert len(pages) > 3
@@ -218,7 +226,7 @@ async def test_a_byte_cap_drops_the_cut_line_and_is_reported(
 ) -> None:
     page = await source(api_client, fake_kube, limit_bytes=200, previous=False).entries(WINDOW)
     assert page.truncated and page.truncated_reason is TruncationReason.SOURCE_LIMIT
-    full = dict(S.expected_lines(WINDOW.start, WINDOW.end))
+    full = dict(pod_log_samples.expected_lines(WINDOW.start, WINDOW.end))
     assert page.entries
     for entry in page.entries:  # whole lines only: the cut one is dropped
         assert full[entry.timestamp] == entry.message
@@ -233,12 +241,12 @@ async def test_answer_bounds_are_the_cloud_logging_adapters(
         api_client,
         twin_of(fake_kube),
         bounds=CloudLoggingSettings(max_bytes=600, max_message_chars=20),
-        clock=S.NOW.timestamp,
+        clock=pod_log_samples.NOW.timestamp,
     )
     page = await src.entries(WINDOW)
     assert page.truncated and page.truncated_reason is TruncationReason.MAX_BYTES
     assert page.next_cursor is not None and 1 <= len(page.entries) < len(
-        S.expected_lines(WINDOW.start, WINDOW.end)
+        pod_log_samples.expected_lines(WINDOW.start, WINDOW.end)
     )
     long = [e for e in page.entries if e.truncated_chars]
     assert long and all(e.message.endswith(f"[truncated {e.truncated_chars} chars]") for e in long)
@@ -257,11 +265,15 @@ async def test_given_pods_are_read_instead_of_the_models(
     fake_kube: FakeKube, api_client: Any
 ) -> None:
     query = LogQuery(start=WINDOW.start, end=WINDOW.end)
-    page = await source(api_client, fake_kube).entries(query, pods=[ObjectKey(S.NS, S.OTHER)])
+    page = await source(api_client, fake_kube).entries(
+        query, pods=[ObjectKey(pod_log_samples.NS, pod_log_samples.OTHER)]
+    )
     assert [e.message for e in page.entries] == ["ERROR not this model"]
     assert page.entries[0].model_id == "lora-z"
     with pytest.raises(NotFound):
-        await source(api_client, fake_kube).entries(query, pods=[ObjectKey(S.NS, "gone-0")])
+        await source(api_client, fake_kube).entries(
+            query, pods=[ObjectKey(pod_log_samples.NS, "gone-0")]
+        )
 
 
 @pytest.mark.parametrize("key", [("openrl", "../secrets"), ("open rl", "x"), ("openrl", "A_B")])
@@ -279,10 +291,14 @@ async def test_a_pod_gone_or_a_container_not_started_is_no_logs_not_an_error(
 ) -> None:
     src = source(api_client, fake_kube)
     fake_kube.delete(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": S.NS, "name": S.SAMPLER}}
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"namespace": pod_log_samples.NS, "name": pod_log_samples.SAMPLER},
+        }
     )
     page = await src.entries(WINDOW)  # the twin still lists the sampler: the API says 404
-    assert page.entries and {e.pod for e in page.entries} == {S.TRAINER}
+    assert page.entries and {e.pod for e in page.entries} == {pod_log_samples.TRAINER}
 
 
 # -------------------------------------------------------------------------- errors
@@ -317,7 +333,9 @@ async def test_nothing_listening_is_backend_unavailable(
 
 async def test_a_window_in_the_future_reads_nothing(fake_kube: FakeKube, api_client: Any) -> None:
     later = LogQuery(
-        start=S.NOW + timedelta(hours=1), end=S.NOW + timedelta(hours=2), model_id=S.MODEL
+        start=pod_log_samples.NOW + timedelta(hours=1),
+        end=pod_log_samples.NOW + timedelta(hours=2),
+        model_id=pod_log_samples.MODEL,
     )
     page = await source(api_client, fake_kube).entries(later)
     assert page.entries == () and fake_kube.count("get", "pods/log") == 0

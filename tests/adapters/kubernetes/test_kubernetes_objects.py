@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client as _client
 from kubernetes import config as _config
 from kubernetes import watch as _watch
-from support import kube_objects as ko
+from support import kube_objects
 from support import kube_owned as owned
 from support.client_models import roundtrip
 from support.fake_kube import FakeKube, fake_kube, write_kubeconfig
@@ -34,15 +34,15 @@ watch: Any = _watch
 @pytest.mark.parametrize(
     ("obj", "model"),
     [
-        (ko.node("gpu-h100-1"), "V1Node"),
-        (ko.node("gpu-h200-1", product=ko.H200), "V1Node"),
-        (ko.running_trainer(), "V1Pod"),
-        (ko.unschedulable_pod(), "V1Pod"),
-        (ko.h100_slice(), "V1ResourceSlice"),
-        (ko.h200_slice(), "V1ResourceSlice"),
-        (ko.h100_slice(version="v1beta1"), "V1beta1ResourceSlice"),
-        (ko.allocated_claim(), "ResourceV1ResourceClaim"),
-        (ko.allocated_claim(version="v1beta1"), "V1beta1ResourceClaim"),
+        (kube_objects.node("gpu-h100-1"), "V1Node"),
+        (kube_objects.node("gpu-h200-1", product=kube_objects.H200), "V1Node"),
+        (kube_objects.running_trainer(), "V1Pod"),
+        (kube_objects.unschedulable_pod(), "V1Pod"),
+        (kube_objects.h100_slice(), "V1ResourceSlice"),
+        (kube_objects.h200_slice(), "V1ResourceSlice"),
+        (kube_objects.h100_slice(version="v1beta1"), "V1beta1ResourceSlice"),
+        (kube_objects.allocated_claim(), "ResourceV1ResourceClaim"),
+        (kube_objects.allocated_claim(version="v1beta1"), "V1beta1ResourceClaim"),
         (owned.child_job_c(), "V1Job"),
         (owned.job_d(), "V1Job"),
         (owned.pod_c(), "V1Pod"),
@@ -55,14 +55,14 @@ def test_objects_are_valid_for_the_client_models(obj: dict[str, Any], model: str
 
 def test_a_misspelt_field_is_caught() -> None:
     """The check above can fail: a field the model does not know is dropped."""
-    pod = ko.unschedulable_pod()
+    pod = kube_objects.unschedulable_pod()
     pod["status"]["condition"] = pod["status"].pop("conditions")
     with pytest.raises(AssertionError):
         roundtrip(pod, "V1Pod")
 
 
 def test_device_attributes_are_what_the_nvidia_driver_publishes() -> None:
-    parsed = roundtrip(ko.h100_slice(), "V1ResourceSlice")
+    parsed = roundtrip(kube_objects.h100_slice(), "V1ResourceSlice")
     devices = parsed.spec.devices
     assert len(devices) == 8
     first = devices[0].attributes
@@ -74,7 +74,9 @@ def test_device_attributes_are_what_the_nvidia_driver_publishes() -> None:
     assert len({d.attributes["uuid"].string for d in devices}) == 8
 
 
-@pytest.mark.parametrize("workload", [ko.pending_workload(), ko.admitted_workload()])
+@pytest.mark.parametrize(
+    "workload", [kube_objects.pending_workload(), kube_objects.admitted_workload()]
+)
 def test_workload_parts_follow_kubernetes_types(workload: dict[str, Any]) -> None:
     """Kueue's Workload is a CRD (no client model): its conditions are metav1.Conditions
     and its pod set templates are PodTemplateSpecs."""
@@ -86,7 +88,7 @@ def test_workload_parts_follow_kubernetes_types(workload: dict[str, Any]) -> Non
 
 @pytest.fixture
 def sync_client(fake_kube: FakeKube, tmp_path: Path) -> Iterator[Any]:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", fake_kube.url)
     api = config.new_client_from_config(config_file=str(kubeconfig))
     try:
@@ -116,10 +118,10 @@ def test_fake_lists_read_by_the_typed_client(sync_client: Any) -> None:
 def test_fake_watch_read_by_the_typed_watch(fake_kube: FakeKube, sync_client: Any) -> None:
     dra = client.ResourceV1Api(sync_client)
     listed = dra.list_resource_claim_for_all_namespaces(_request_timeout=5)
-    claim = ko.allocated_claim()
+    claim = kube_objects.allocated_claim()
     claim["metadata"]["name"] = "second"
     fake_kube.put(claim)
-    fake_kube.delete(ko.allocated_claim())
+    fake_kube.delete(kube_objects.allocated_claim())
     stream = watch.Watch(return_type="ResourceV1ResourceClaim").stream(
         dra.list_resource_claim_for_all_namespaces,
         resource_version=listed.metadata.resource_version,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from openrl_inspect.adapters.kubernetes import KubernetesSource, ObjectKey
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_job, parse_workload
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from support import kube_owned as owned
 from support.fake_kube import FakeKube, fake_kube

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from openrl_inspect.adapters.kubernetes import READ_VERBS, WATCHED_RESOURCES
-from support import kube_objects as ko
+from support import kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import synced_source
 from support.tree import ROOT
@@ -94,7 +94,7 @@ def _resource_of(path: str) -> tuple[str, str]:
 async def test_every_request_of_a_sync_is_granted(
     fake_kube: FakeKube, tmp_path: Path, namespaces: tuple[str, ...]
 ) -> None:
-    fake_kube.put(*ko.cluster())
+    fake_kube.put(*kube_objects.cluster())
     async with synced_source(fake_kube, tmp_path, namespaces=namespaces) as source:
         await source.list_pods()
     grants = granted()

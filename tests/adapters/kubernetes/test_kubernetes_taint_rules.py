@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from openrl_inspect.adapters.kubernetes import DeviceKey, KubernetesCacheSource
-from support import kube_health_objects as kh
-from support import kube_objects as ko
+from support import kube_health_objects, kube_objects
 from support.fake_kube import FakeKube, fake_kube
 from support.kube_harness import eventually, synced_source, unstarted_source
 
@@ -29,21 +28,27 @@ async def unhealthy(source: KubernetesCacheSource) -> list[str]:
 
 
 async def test_rules_taint_gpus_and_follow_the_watch(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster(), kh.tainted_slice(), kh.taint_rule(version="v1"))
+    fake_kube.put(
+        *kube_objects.cluster(),
+        kube_health_objects.tainted_slice(),
+        kube_health_objects.taint_rule(version="v1"),
+    )
     async with synced_source(fake_kube, tmp_path) as source:
         assert rule_paths(fake_kube) == {"/apis/resource.k8s.io/v1/devicetaintrules"}
         assert await unhealthy(source) == ["gpu-3", "gpu-6"]
         (gpu,) = await source.gpus_by_device([GPU6])
         assert gpu is not None and [t.rule for t in gpu.taints] == ["drain-gpu-h100-1-gpu-6"]
 
-        wider = kh.taint_rule("drain-gpu-0", selector={"pool": "gpu-h100-1", "device": "gpu-0"})
+        wider = kube_health_objects.taint_rule(
+            "drain-gpu-0", selector={"pool": "gpu-h100-1", "device": "gpu-0"}
+        )
         fake_kube.put(wider)
 
         async def added() -> bool:
             return await unhealthy(source) == ["gpu-0", "gpu-3", "gpu-6"]
 
         await eventually(added, what="a rule ADDED through the watch")
-        fake_kube.delete(kh.taint_rule(version="v1"))
+        fake_kube.delete(kube_health_objects.taint_rule(version="v1"))
 
         async def deleted() -> bool:
             return await unhealthy(source) == ["gpu-0", "gpu-3"]
@@ -55,7 +60,7 @@ async def test_rules_served_only_in_alpha_are_found(fake_kube: FakeKube, tmp_pat
     """As on 1.33-1.35 with the gate on: slices in v1, rules only in v1alpha3."""
     fake_kube.served["resource.k8s.io"] = ("v1", "v1beta2", "v1alpha3")
     fake_kube.only_versions["devicetaintrules"] = ("v1alpha3",)
-    fake_kube.put(*ko.cluster(), kh.taint_rule())
+    fake_kube.put(*kube_objects.cluster(), kube_health_objects.taint_rule())
     async with synced_source(fake_kube, tmp_path) as source:
         assert rule_paths(fake_kube) == {"/apis/resource.k8s.io/v1alpha3/devicetaintrules"}
         slices = {p for _, p, _ in fake_kube.requests if p.endswith("/resourceslices")}
@@ -65,7 +70,7 @@ async def test_rules_served_only_in_alpha_are_found(fake_kube: FakeKube, tmp_pat
 
 async def test_a_cluster_without_rules_still_answers(fake_kube: FakeKube, tmp_path: Path) -> None:
     fake_kube.only_versions["devicetaintrules"] = ("v1alpha3",)  # not served: gate off
-    fake_kube.put(*ko.cluster(), kh.tainted_slice())
+    fake_kube.put(*kube_objects.cluster(), kube_health_objects.tainted_slice())
     async with synced_source(fake_kube, tmp_path) as source:
         status = (await source.status()).kind("devicetaintrules")
         assert status is not None and not status.served and not status.degraded
@@ -77,7 +82,7 @@ async def test_a_cluster_without_rules_still_answers(fake_kube: FakeKube, tmp_pa
 
 
 async def test_a_direct_read_applies_rules_too(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.put(*ko.cluster(), kh.taint_rule(version="v1"))
+    fake_kube.put(*kube_objects.cluster(), kube_health_objects.taint_rule(version="v1"))
     async with unstarted_source(fake_kube, tmp_path) as source:
         listing = await source.list_gpus(node_name="gpu-h100-1")
         assert listing.degraded

@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import openrl_inspect.adapters.prometheus._gpu as gm
 import pytest
 import yaml
+from openrl_inspect.adapters.prometheus import _gpu
 from support.prometheus_server import PROMTOOL, require_prometheus
 from support.tree import ROOT
 
@@ -36,7 +36,7 @@ def test_exporter_exports_every_metric_the_layer_reads() -> None:
         for line in csv.splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     }
-    used = {m for m in gm.CHART_METRICS | gm.LATEST_METRICS if m != gm.DUTY}
+    used = {m for m in _gpu.CHART_METRICS | _gpu.LATEST_METRICS if m != _gpu.DUTY}
     assert used <= fields, used - fields
     for line in csv.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import httpx
-import openrl_inspect.adapters.prometheus._gpu as gm
-import openrl_inspect.adapters.prometheus._gpu_joins as gj
 import pytest
 from openrl_inspect.adapters.prometheus import (
     GpuKey,
@@ -23,6 +21,8 @@ from openrl_inspect.adapters.prometheus import (
     PrometheusSettings,
     PromGpuMetrics,
     Sample,
+    _gpu,
+    _gpu_joins,
     make_gpu_metrics,
 )
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
@@ -100,20 +100,20 @@ def const(v: float) -> list[tuple[float, float]]:
 
 def dataset() -> OpenMetrics:
     om = OpenMetrics()
-    gr, util = gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL
+    gr, util = _gpu.GR_ENGINE_ACTIVE, _gpu.GPU_UTIL
     g0 = piecewise(G0_FIRST, G0_SECOND)
     om.add(gr, dcgm_labels(K0, pod="trainer-0"), [(t, g0(t)) for t in TIMES])
     om.add(util, dcgm_labels(K0), const(100.0))
-    om.add(gm.FB_USED, dcgm_labels(K0), [(t, fb_used(k)) for k, t in enumerate(TIMES)])
-    om.add(gm.POWER_USAGE, dcgm_labels(K0), const(300.0))
-    om.add(gm.XID_ERRORS, dcgm_labels(K0), const(0.0))
+    om.add(_gpu.FB_USED, dcgm_labels(K0), [(t, fb_used(k)) for k, t in enumerate(TIMES)])
+    om.add(_gpu.POWER_USAGE, dcgm_labels(K0), const(300.0))
+    om.add(_gpu.XID_ERRORS, dcgm_labels(K0), const(0.0))
     om.add(util, dcgm_labels(K1), const(G1_UTIL))
     xid1 = [(t, 79.0 if 60 <= k < 64 else 0.0) for k, t in enumerate(TIMES)]
-    om.add(gm.XID_ERRORS, dcgm_labels(K1), xid1)
+    om.add(_gpu.XID_ERRORS, dcgm_labels(K1), xid1)
     om.add(gr, dcgm_labels(K2, with_uuid=False), const(G2_GR))
-    om.add(gm.FB_USED, dcgm_labels(K2, with_uuid=False), const(1234.0))
+    om.add(_gpu.FB_USED, dcgm_labels(K2, with_uuid=False), const(1234.0))
     xid2 = [(t, 13.0 if k >= 70 else 0.0) for k, t in enumerate(TIMES)]
-    om.add(gm.XID_ERRORS, dcgm_labels(K2, with_uuid=False), xid2)
+    om.add(_gpu.XID_ERRORS, dcgm_labels(K2, with_uuid=False), xid2)
     om.add(gr, dcgm_labels(K3), const(G3_GR))
     before = [t for t in TIMES if t < G4_SWITCH]
     after = [t for t in TIMES if t >= G4_SWITCH]
@@ -126,23 +126,23 @@ def dataset() -> OpenMetrics:
     # vLLM: one pod labelled `pod`, one arriving as `exported_pod`, one on the old name.
     for pod, engines in RUNNING.items():
         for e, v in enumerate(engines):
-            om.add(gm.VLLM_RUNNING, vllm_labels(pod, engine=str(e)), const(v))
+            om.add(_gpu.VLLM_RUNNING, vllm_labels(pod, engine=str(e)), const(v))
     for pod, v in WAITING.items():
-        om.add(gm.VLLM_WAITING, vllm_labels(pod), const(v))
+        om.add(_gpu.VLLM_WAITING, vllm_labels(pod), const(v))
     for pod, v in KV_NEW.items():
-        om.add(gm.VLLM_KV_CACHE, vllm_labels(pod), const(v))
+        om.add(_gpu.VLLM_KV_CACHE, vllm_labels(pod), const(v))
     for pod, v in KV_OLD.items():
-        om.add(gm.VLLM_KV_CACHE_OLD, vllm_labels(pod), const(v))
+        om.add(_gpu.VLLM_KV_CACHE_OLD, vllm_labels(pod), const(v))
     for pod in ("sampler-0", "sampler-1"):
         om.add(
-            gm.VLLM_GENERATION_TOKENS,
+            _gpu.VLLM_GENERATION_TOKENS,
             vllm_labels(pod),
             [(t, TOKENS_PER_S * (t - T0)) for t in TIMES],
         )
         for le in TTFT_BUCKETS:
             n = 0.0 if le <= TTFT_ALL_IN[0] else TTFT_OBS_PER_S
             labels = vllm_labels(pod, le="+Inf" if math.isinf(le) else repr(le))
-            om.add(gm.VLLM_TTFT_BUCKET, labels, [(t, n * (t - T0)) for t in TIMES])
+            om.add(_gpu.VLLM_TTFT_BUCKET, labels, [(t, n * (t - T0)) for t in TIMES])
     return om
 
 
@@ -233,11 +233,11 @@ async def test_duty_per_window_and_metric_choice(counted: Callable[..., Counted]
     assert whole[4].value != approx((G4_POD_A + G4_POD_B) / 2)
     metrics = [(d.metric, d.joined_by) if d else None for d in first]
     assert metrics[:3] == [
-        (gm.GR_ENGINE_ACTIVE, "uuid"),  # GR wins over the decoy GPU_UTIL of 100
-        (gm.GPU_UTIL, "uuid"),
-        (gm.GR_ENGINE_ACTIVE, "hostname_gpu"),
+        (_gpu.GR_ENGINE_ACTIVE, "uuid"),  # GR wins over the decoy GPU_UTIL of 100
+        (_gpu.GPU_UTIL, "uuid"),
+        (_gpu.GR_ENGINE_ACTIVE, "hostname_gpu"),
     ]
-    assert metrics[6] == (gm.GPU_UTIL, "uuid")
+    assert metrics[6] == (_gpu.GPU_UTIL, "uuid")
     assert c.queries == ["/api/v1/query"] * 6  # two metrics per call
 
 
@@ -275,11 +275,11 @@ async def test_node_duty(counted: Callable[..., Counted]) -> None:
     assert b is not None and (b.value, b.gpus, b.metric) == (
         approx((G2_GR + G3_GR) / 2),
         2,
-        gm.GR_ENGINE_ACTIVE,
+        _gpu.GR_ENGINE_ACTIVE,
     )
     assert cc is not None and cc.gpus == 2  # K4 and K5
     assert cc.value == approx(((20 * G4_POD_A + 60 * G4_POD_B) / 80 + G5_GR) / 2)
-    assert d is not None and (d.value, d.metric) == (approx(G6_UTIL / 100), gm.GPU_UTIL)
+    assert d is not None and (d.value, d.metric) == (approx(G6_UTIL / 100), _gpu.GPU_UTIL)
     assert syn1 is not None and syn1.value == approx(sum(syn_duty(i) for i in range(8, 16)) / 8)
     assert (z, empty) == (None, None)
     assert len(c.queries) == 2
@@ -288,9 +288,9 @@ async def test_node_duty(counted: Callable[..., Counted]) -> None:
 async def test_latest_gauges(counted: Callable[..., Counted]) -> None:
     c = counted()
     keys = [K0, K2, MISSING]
-    at_end = await c.metrics.latest(keys, gm.FB_USED, at=T0 + 1200)
-    at_half = await c.metrics.latest(keys, gm.FB_USED, at=HALF)
-    power = await c.metrics.latest([K0, K1], gm.POWER_USAGE, at=T0 + 1200)
+    at_end = await c.metrics.latest(keys, _gpu.FB_USED, at=T0 + 1200)
+    at_half = await c.metrics.latest(keys, _gpu.FB_USED, at=HALF)
+    power = await c.metrics.latest([K0, K1], _gpu.POWER_USAGE, at=T0 + 1200)
     assert at_end == [fb_used(N - 1), 1234.0, None]
     assert at_half == [fb_used(39), 1234.0, None]
     assert power == [300.0, None]
@@ -302,33 +302,33 @@ async def test_latest_gauges(counted: Callable[..., Counted]) -> None:
 async def test_xid_errors(counted: Callable[..., Counted]) -> None:
     c = counted()
     found = await c.metrics.xid_errors([K0, K1, K2, MISSING], 1200, at=T0 + 1200)
-    assert found[0] == gm.XidErrors(0, None, None, 0)
-    assert found[1] == gm.XidErrors(0, 79, TIMES[63], 4)
-    assert found[2] == gm.XidErrors(13, 13, TIMES[-1], N - 70)
+    assert found[0] == _gpu.XidErrors(0, None, None, 0)
+    assert found[1] == _gpu.XidErrors(0, 79, TIMES[63], 4)
+    assert found[2] == _gpu.XidErrors(13, 13, TIMES[-1], N - 70)
     assert found[3] is None
     # The peak query, then raw samples for the hot GPUs: by UUID and by Hostname.
     assert len(c.queries) == 3
     quiet = counted()
     early = await quiet.metrics.xid_errors([K0, K1], 300, at=T0 + 600)
-    assert early == [gm.XidErrors(0, None, None, 0)] * 2
+    assert early == [_gpu.XidErrors(0, None, None, 0)] * 2
     assert len(quiet.queries) == 1
 
 
 async def test_series_for_charts(counted: Callable[..., Counted]) -> None:
     c = counted()
-    found = await c.metrics.series([K0, K1, MISSING], gm.DUTY, T0 + 60, T0 + 1200, 60)
+    found = await c.metrics.series([K0, K1, MISSING], _gpu.DUTY, T0 + 60, T0 + 1200, 60)
     s0, s1, missing = found
     assert missing is None
-    assert s0 is not None and (s0.metric, s0.step) == (gm.GR_ENGINE_ACTIVE, 60.0)
+    assert s0 is not None and (s0.metric, s0.step) == (_gpu.GR_ENGINE_ACTIVE, 60.0)
     assert [p.t for p in s0.points] == [T0 + 60 * k for k in range(1, 21)]
     assert [p.v for p in s0.points] == [
         approx(G0_FIRST if p.t <= HALF else G0_SECOND) for p in s0.points
     ]
-    assert s1 is not None and s1.metric == gm.GPU_UTIL
+    assert s1 is not None and s1.metric == _gpu.GPU_UTIL
     assert {round(p.v, 9) for p in s1.points} == {G1_UTIL / 100}
-    fb = await c.metrics.series([K0], gm.FB_USED, T0 + 60, T0 + 1200, 1)
+    fb = await c.metrics.series([K0], _gpu.FB_USED, T0 + 60, T0 + 1200, 1)
     assert fb[0] is not None and fb[0].step == 30.0  # raised to the minimum step
-    assert fb[0].metric == gm.FB_USED and not fb[0].truncated
+    assert fb[0].metric == _gpu.FB_USED and not fb[0].truncated
     with pytest.raises(InvalidInput):
         await c.metrics.series([K0], "DCGM_FI_DEV_GPU_UTIL{x}", T0, T0 + 60)
     assert len(c.queries) == 3  # duty: two metrics; FB_USED: one
@@ -362,9 +362,9 @@ async def test_time_weighted_activity(counted: Callable[..., Counted]) -> None:
         1500.0,
         2,
     )
-    assert a.metrics == (gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL) and a.step == 30.0
+    assert a.metrics == (_gpu.GR_ENGINE_ACTIVE, _gpu.GPU_UTIL) and a.step == 30.0
     assert cc is not None and (cc.held_gpu_seconds, cc.covered_gpu_seconds) == (600.0, 0.0)
-    assert d is not None and d.metrics == (gm.GR_ENGINE_ACTIVE,)
+    assert d is not None and d.metrics == (_gpu.GR_ENGINE_ACTIVE,)
     assert len(c.queries) == 2  # one range query per duty metric for all models
 
 
@@ -394,7 +394,7 @@ async def test_vllm_stats(counted: Callable[..., Counted]) -> None:
     assert s1.ttft_p50_s == approx(ttft_quantile(0.5))
     # Only the old kv-cache name.
     assert s2 is not None and s2.kv_cache_usage == approx(KV_OLD["sampler-2"])
-    assert s2 == gm.VllmStats(None, None, s2.kv_cache_usage, None, None, None)
+    assert s2 == _gpu.VllmStats(None, None, s2.kv_cache_usage, None, None, None)
     assert (nope, empty) == (None, None)
     assert len(c.queries) == 5  # one per metric
 
@@ -433,7 +433,7 @@ async def test_bad_windows_are_refused(twin: InMemoryGpuMetrics) -> None:
             with pytest.raises(InvalidInput):
                 await impl.duty([K0], window)
         with pytest.raises(InvalidInput):
-            await impl.series([K0], gm.DUTY, T0 + 100, T0)
+            await impl.series([K0], _gpu.DUTY, T0 + 100, T0)
     assert await metrics.duty([], 600) == []
     await metrics.aclose()
 
@@ -453,9 +453,9 @@ async def test_twin_matches_prometheus(
             await real.node_duty(nodes, window, at)
         )
         assert await twin.xid_errors(keys, window, at) == await real.xid_errors(keys, window, at)
-        for metric in (gm.FB_USED, gm.POWER_USAGE):
+        for metric in (_gpu.FB_USED, _gpu.POWER_USAGE):
             assert await twin.latest(keys, metric, at) == await real.latest(keys, metric, at)
-    for metric in (gm.DUTY, gm.GR_ENGINE_ACTIVE, gm.FB_USED):
+    for metric in (_gpu.DUTY, _gpu.GR_ENGINE_ACTIVE, _gpu.FB_USED):
         t = await twin.series(keys, metric, T0 + 60, T0 + 1200, 60)
         r = await real.series(keys, metric, T0 + 60, T0 + 1200, 60)
         assert t == _approx_list(r)
@@ -482,7 +482,7 @@ def _approx_list(items: Sequence[object]) -> list[object]:
 
 async def test_twin_vllm_snapshots() -> None:
     twin = InMemoryGpuMetrics(clock=lambda: 1000.0)
-    stats = gm.VllmStats(1, 2, 0.5, 10.0, 0.1, 0.2)
+    stats = _gpu.VllmStats(1, 2, 0.5, 10.0, 0.1, 0.2)
     twin.set_vllm("p", 900.0, stats)
     assert await twin.vllm(["p", "q"]) == [stats, None]
     assert await twin.vllm(["p"], window_s=50) == [None]  # older than the window
@@ -495,34 +495,34 @@ def test_weigh_points_by_overlap() -> None:
     points = [Sample(30, 1.0), Sample(60, 0.0), Sample(90, math.nan), Sample(120, 0.5)]
     # Held [45, 120]: the span (0, 30] is outside, 15 s of (30, 60] at 0.0, the NaN
     # span is skipped, all 30 s of (90, 120] at 0.5.
-    total, covered = gj.weigh_points(points, 30, 45, 120)
+    total, covered = _gpu_joins.weigh_points(points, 30, 45, 120)
     assert (total, covered) == (0.0 * 15 + 0.5 * 30, 45.0)
-    assert gj.weigh_points(points, 30, 500, 600) == (0.0, 0.0)
-    assert gj.overlap(0, 10, 5, 20) == 5 and gj.overlap(0, 10, 10, 20) == 0
+    assert _gpu_joins.weigh_points(points, 30, 500, 600) == (0.0, 0.0)
+    assert _gpu_joins.overlap(0, 10, 5, 20) == 5 and _gpu_joins.overlap(0, 10, 10, 20) == 0
 
 
 def test_time_weighted_activity_pure() -> None:
     a, b = GpuKey("a"), GpuKey("b")
-    points: dict[GpuKey, tuple[gm.DutyMetric, list[Sample]] | None] = {
-        a: (gm.GR_ENGINE_ACTIVE, [Sample(t, 1.0) for t in range(10, 101, 10)]),
-        b: (gm.GPU_UTIL, [Sample(t, 0.25) for t in range(10, 101, 10)]),
+    points: dict[GpuKey, tuple[_gpu.DutyMetric, list[Sample]] | None] = {
+        a: (_gpu.GR_ENGINE_ACTIVE, [Sample(t, 1.0) for t in range(10, 101, 10)]),
+        b: (_gpu.GPU_UTIL, [Sample(t, 0.25) for t in range(10, 101, 10)]),
     }
     held = [HeldInterval(a, 0, 100), HeldInterval(b, 0, 50), HeldInterval(GpuKey("c"), 0, 40)]
-    act = gj.time_weighted_activity(held, points, 10)
+    act = _gpu_joins.time_weighted_activity(held, points, 10)
     assert act.duty == approx((1.0 * 100 + 0.25 * 50) / 150)
     assert (act.held_gpu_seconds, act.covered_gpu_seconds, act.gpus) == (190.0, 150.0, 3)
-    assert act.metrics == (gm.GR_ENGINE_ACTIVE, gm.GPU_UTIL)
-    empty = gj.time_weighted_activity([HeldInterval(a, 5, 5)], points, 10)
+    assert act.metrics == (_gpu.GR_ENGINE_ACTIVE, _gpu.GPU_UTIL)
+    empty = _gpu_joins.time_weighted_activity([HeldInterval(a, 5, 5)], points, 10)
     assert (empty.duty, empty.held_gpu_seconds) == (None, 0.0)
 
 
 def test_choose_step_bounds_points_and_samples() -> None:
-    assert gm.choose_step(0, 3600, None, series=1, min_step=30, max_samples=10**6) == 30
-    assert gm.choose_step(0, 86400 * 7, 60, series=1, min_step=30, max_samples=10**6) == 605
+    assert _gpu.choose_step(0, 3600, None, series=1, min_step=30, max_samples=10**6) == 30
+    assert _gpu.choose_step(0, 86400 * 7, 60, series=1, min_step=30, max_samples=10**6) == 605
     # 8,000 series over a day under 500,000 samples: at least 1,383 s.
-    assert gm.choose_step(0, 86400, None, series=8000, min_step=30, max_samples=500_000) == 1383
+    assert _gpu.choose_step(0, 86400, None, series=8000, min_step=30, max_samples=500_000) == 1383
     with pytest.raises(InvalidInput):
-        gm.choose_step(10, 10, None, series=1, min_step=30, max_samples=1)
+        _gpu.choose_step(10, 10, None, series=1, min_step=30, max_samples=1)
 
 
 def test_join_prefers_uuid_then_host() -> None:
@@ -532,9 +532,9 @@ def test_join_prefers_uuid_then_host() -> None:
         ({"UUID": "", "Hostname": "n", "gpu": "0"}, 3.0),
         ({"Hostname": "n"}, 4.0),  # no gpu label: joins nothing
     ]
-    by_uuid, by_host = gj.index_by_gpu(rows)
+    by_uuid, by_host = _gpu_joins.index_by_gpu(rows)
     keys = [GpuKey("u1", "n", 0), GpuKey("u2", "n", 1), GpuKey("u3"), GpuKey("", "n", 0)]
-    assert gj.join_rows(keys, by_uuid, by_host) == [
+    assert _gpu_joins.join_rows(keys, by_uuid, by_host) == [
         (1.0, "uuid"),
         (2.0, "hostname_gpu"),
         None,
@@ -547,8 +547,8 @@ async def test_implementations_satisfy_the_protocols() -> None:
     from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 
     settings = PrometheusSettings(url="http://127.0.0.1:1")
-    real: gm.GpuMetrics = make_gpu_metrics(settings)
-    fake: gm.GpuMetrics = InMemoryGpuMetrics()
+    real: _gpu.GpuMetrics = make_gpu_metrics(settings)
+    fake: _gpu.GpuMetrics = InMemoryGpuMetrics()
     http: MetricsSource = HttpMetricsSource(settings)
     memory: MetricsSource = InMemoryMetricsSource()
     assert isinstance(real, PromGpuMetrics) and isinstance(fake, InMemoryGpuMetrics)

@@ -11,12 +11,10 @@ from collections.abc import Iterator
 
 import anyio
 import httpx
-import openrl_inspect.adapters.prometheus._gpu as gm
 import openrl_inspect.adapters.prometheus._promql as promql
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics
+from hypothesis import HealthCheck, given, settings, strategies
+from openrl_inspect.adapters.prometheus import GpuKey, PrometheusSettings, PromGpuMetrics, _gpu
 from openrl_inspect.adapters.prometheus._http import HttpMetricsSource
 from openrl_inspect.adapters.prometheus.memory import InMemoryMetricsSource
 from openrl_inspect.core.errors import InvalidInput
@@ -30,15 +28,15 @@ HOSTILE_BITS = [
     '"} or up{a="', "$1", "\\u0041", "\\x41", "%22", " ", "GPU-0",
 ]  # fmt: skip
 
-NO_SURROGATES = st.characters(exclude_categories=["Cs"])
+NO_SURROGATES = strategies.characters(exclude_categories=["Cs"])
 
 # Any Unicode text a Python str can hold in UTF-8 (no lone surrogates), with hostile
 # fragments mixed in more often than chance would.
-hostile = st.one_of(
-    st.text(NO_SURROGATES, min_size=1, max_size=40),
-    st.lists(st.sampled_from(HOSTILE_BITS), min_size=1, max_size=8).map("".join),
-    st.lists(
-        st.one_of(st.sampled_from(HOSTILE_BITS), NO_SURROGATES),
+hostile = strategies.one_of(
+    strategies.text(NO_SURROGATES, min_size=1, max_size=40),
+    strategies.lists(strategies.sampled_from(HOSTILE_BITS), min_size=1, max_size=8).map("".join),
+    strategies.lists(
+        strategies.one_of(strategies.sampled_from(HOSTILE_BITS), NO_SURROGATES),
         min_size=1,
         max_size=12,
     ).map("".join),
@@ -57,7 +55,7 @@ def test_equality_matcher_holds_exactly_the_original_value(value: str) -> None:
     assert "\n" not in query
 
 
-@given(st.lists(hostile, min_size=1, max_size=6), hostile)
+@given(strategies.lists(hostile, min_size=1, max_size=6), hostile)
 def test_set_matcher_matches_exactly_its_values(values: list[str], other: str) -> None:
     query = promql.selector("m", [promql.in_set("pod", values), promql.eq("UUID", other)])
     _metric, matchers = parse_selector(query)
@@ -144,9 +142,9 @@ def _two_branch(sets: dict[str, list[str]] | object) -> str:
 
 
 @given(
-    st.lists(hostile, min_size=1, max_size=60),
-    st.lists(hostile, max_size=20),
-    st.integers(min_value=400, max_value=3000),
+    strategies.lists(hostile, min_size=1, max_size=60),
+    strategies.lists(hostile, max_size=20),
+    strategies.integers(min_value=400, max_value=3000),
 )
 @settings(suppress_health_check=[HealthCheck.too_slow])
 def test_chunks_cover_every_value_once_within_budget(
@@ -263,9 +261,9 @@ def _alternation(literal: str) -> list[str]:
 
 
 @given(
-    st.lists(hostile, min_size=1, max_size=5),
-    st.lists(hostile, min_size=1, max_size=3),
-    st.lists(hostile, min_size=1, max_size=4),
+    strategies.lists(hostile, min_size=1, max_size=5),
+    strategies.lists(hostile, min_size=1, max_size=3),
+    strategies.lists(hostile, min_size=1, max_size=4),
 )
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 def test_gpu_layer_queries_hold_exactly_the_given_values(
@@ -293,7 +291,10 @@ def test_gpu_layer_queries_hold_exactly_the_given_values(
             assert _alternation(lit) == sorted(set(pods))
 
 
-@given(st.lists(hostile, min_size=1, max_size=4), st.lists(hostile, min_size=1, max_size=3))
+@given(
+    strategies.lists(hostile, min_size=1, max_size=4),
+    strategies.lists(hostile, min_size=1, max_size=3),
+)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_real_prometheus_accepts_every_gpu_layer_query(
     prometheus: httpx.Client, uuids: list[str], pods: list[str]
@@ -309,7 +310,7 @@ def test_real_prometheus_accepts_every_gpu_layer_query(
             assert await layer.duty(keys, 600, at=1e9) == [None] * len(keys)
             assert await layer.vllm(pods, 300, at=1e9) == [None] * len(pods)
             assert await layer.xid_errors(keys, 600, at=1e9) == [None] * len(keys)
-            assert await layer.activity([[gm.HeldInterval(k, 1e9, 1e9 + 60) for k in keys]]) != [
+            assert await layer.activity([[_gpu.HeldInterval(k, 1e9, 1e9 + 60) for k in keys]]) != [
                 None
             ]
         finally:

@@ -348,12 +348,12 @@ async def test_twin_records_calls_and_caps() -> None:
 def test_missing_prometheus_skips_locally_and_fails_under_ci(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    import support.prometheus_server as ps
+    from support import prometheus_server
 
-    monkeypatch.setattr(ps, "PROMETHEUS", str(tmp_path / "no-prometheus"))
+    monkeypatch.setattr(prometheus_server, "PROMETHEUS", str(tmp_path / "no-prometheus"))
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="Prometheus is not installed"):
-        ps.require_prometheus()
+        prometheus_server.require_prometheus()
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="Prometheus is not installed"):
-        ps.require_prometheus()
+        prometheus_server.require_prometheus()

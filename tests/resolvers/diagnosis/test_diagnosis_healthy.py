@@ -15,7 +15,7 @@ from openrl_inspect.resolvers.diagnosis import (
     SamplingEvidence,
     diagnose,
 )
-from support import diagnosis_evidence as de
+from support import diagnosis_evidence
 
 
 def assert_healthy(evidence: ModelEvidence) -> Diagnosis:
@@ -26,67 +26,73 @@ def assert_healthy(evidence: ModelEvidence) -> Diagnosis:
 
 
 def test_steady_steps_with_natural_jitter_have_no_cause() -> None:
-    assert_healthy(de.healthy())
+    assert_healthy(diagnosis_evidence.healthy())
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_many_seeds_of_jitter_raise_no_alarm(seed: int) -> None:
     assert_healthy(
-        de.healthy(
-            de.history(seed=seed),
-            sampling=SamplingEvidence(tuple(de.batches(seed=seed))),
+        diagnosis_evidence.healthy(
+            diagnosis_evidence.history(seed=seed),
+            sampling=SamplingEvidence(tuple(diagnosis_evidence.batches(seed=seed))),
         )
     )
 
 
 def test_one_slow_step_among_fifty_is_not_a_regression() -> None:
     # the straggler is inside the recent window, tripling every op of that step
-    assert_healthy(de.healthy(de.history(straggler_step=47)))
+    assert_healthy(diagnosis_evidence.healthy(diagnosis_evidence.history(straggler_step=47)))
 
 
 def test_a_model_that_just_started_has_no_baseline() -> None:
     # three steps, the last two far slower: no baseline to be slower than
-    hist = de.history(3, slow={"forward_backward": 3.0, "sample": 3.0}, slow_from=1)
-    sampling = SamplingEvidence(tuple(de.batches(4, slow_from=2, factor=3.0)))
-    assert_healthy(de.healthy(hist, sampling=sampling))
+    hist = diagnosis_evidence.history(3, slow={"forward_backward": 3.0, "sample": 3.0}, slow_from=1)
+    sampling = SamplingEvidence(tuple(diagnosis_evidence.batches(4, slow_from=2, factor=3.0)))
+    assert_healthy(diagnosis_evidence.healthy(hist, sampling=sampling))
 
 
 def test_a_restarted_trainer_replaced_by_a_live_one_is_history() -> None:
-    evidence = de.healthy()
-    old = replace(de.worker("w-trainer-0"), last_heartbeat_at=de.NOW - 5000)
+    evidence = diagnosis_evidence.healthy()
+    old = replace(
+        diagnosis_evidence.worker("w-trainer-0"), last_heartbeat_at=diagnosis_evidence.NOW - 5000
+    )
     workers = ((old, False), *evidence.state.workers)
-    assert_healthy(de.with_state(evidence, workers=workers))
+    assert_healthy(diagnosis_evidence.with_state(evidence, workers=workers))
 
 
 def test_an_old_oom_kill_since_recovered_is_history() -> None:
     old_oom = Termination(
         reason="OOMKilled",
         exit_code=137,
-        started_at=de.NOW - 7000,
-        finished_at=de.NOW - 6000,
+        started_at=diagnosis_evidence.NOW - 7000,
+        finished_at=diagnosis_evidence.NOW - 6000,
     )
-    container = de.running_container(restart_count=1, last_termination=old_oom)
-    evidence = de.with_kube(
-        de.healthy(), pods=(de.pod(containers=[container]), de.pod(de.SAMPLER_POD, "sampler"))
+    container = diagnosis_evidence.running_container(restart_count=1, last_termination=old_oom)
+    evidence = diagnosis_evidence.with_kube(
+        diagnosis_evidence.healthy(),
+        pods=(
+            diagnosis_evidence.pod(containers=[container]),
+            diagnosis_evidence.pod(diagnosis_evidence.SAMPLER_POD, "sampler"),
+        ),
     )
     assert_healthy(evidence)
 
 
 def test_an_informational_device_taint_is_not_unhealthy() -> None:
-    evidence = de.healthy()
-    devices = list(de.gpus())
+    evidence = diagnosis_evidence.healthy()
+    devices = list(diagnosis_evidence.gpus())
     devices[0] = replace(devices[0], taints=(DeviceTaint("gpu.nvidia.com/ecc", "None"),))
-    assert_healthy(de.with_kube(evidence, gpus=tuple(devices)))
+    assert_healthy(diagnosis_evidence.with_kube(evidence, gpus=tuple(devices)))
 
 
 def test_gpus_busy_between_bursts_are_not_idle() -> None:
     # low duty but ops ran in the window: the model works, the GPUs are just light
-    evidence = de.healthy()
+    evidence = diagnosis_evidence.healthy()
     assert isinstance(evidence.duty, DutyEvidence)
     light = DutyEvidence(600.0, {u: 0.02 for u in evidence.duty.by_uuid})
     assert_healthy(replace(evidence, duty=light))
 
 
 def test_a_healthy_model_without_kubernetes_evidence_is_judged_on_the_rest() -> None:
-    evidence = de.healthy(kube=KubeEvidence())
+    evidence = diagnosis_evidence.healthy(kube=KubeEvidence())
     assert_healthy(evidence)

@@ -17,7 +17,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.core.domain import CauseKind, Verdict
 from openrl_inspect.resolvers.diagnosis import Cause, Diagnosis, ModelEvidence, diagnose
-from support import diagnosis_evidence as de
+from support import diagnosis_evidence
 
 
 def facts(cause: Cause) -> dict[str, object]:
@@ -29,8 +29,11 @@ def kinds(d: Diagnosis) -> list[CauseKind]:
 
 
 def with_trainer(container: ContainerState, **pod_changes: Any) -> ModelEvidence:
-    trainer = replace(de.pod(containers=[container]), **pod_changes)
-    return de.with_kube(de.healthy(), pods=(trainer, de.pod(de.SAMPLER_POD, "sampler")))
+    trainer = replace(diagnosis_evidence.pod(containers=[container]), **pod_changes)
+    return diagnosis_evidence.with_kube(
+        diagnosis_evidence.healthy(),
+        pods=(trainer, diagnosis_evidence.pod(diagnosis_evidence.SAMPLER_POD, "sampler")),
+    )
 
 
 def oom(at: float) -> Termination:
@@ -38,27 +41,27 @@ def oom(at: float) -> Termination:
 
 
 def test_oom_killed_with_exit_code_restarts_and_the_nodes_oom_event() -> None:
-    killed = de.NOW - 300
+    killed = diagnosis_evidence.NOW - 300
     container = ContainerState(
         name="trainer",
         state="waiting",
         reason="CrashLoopBackOff",
         message="back-off 2m40s restarting failed container=trainer pod=lora-a-trainer-0",
         restart_count=4,
-        image=de.IMAGE,
+        image=diagnosis_evidence.IMAGE,
         last_termination=oom(killed),
     )
-    node_event = de.event(
+    node_event = diagnosis_evidence.event(
         "OOMKilling",
         "Memory cgroup out of memory: Killed process 48211 (python) total-vm:412023112kB, "
         "anon-rss:251658240kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:498212kB "
         "oom_score_adj:-997",
-        ObjectRef("Node", "", de.NODE),
+        ObjectRef("Node", "", diagnosis_evidence.NODE),
         at=killed + 1,
         controller="kernel-monitor",
     )
     ev = with_trainer(container)
-    ev = de.with_kube(ev, events=(node_event,))
+    ev = diagnosis_evidence.with_kube(ev, events=(node_event,))
     d = diagnose(ev)
     assert kinds(d) == [CauseKind.OOM_KILLED]  # not also a crash loop: the OOM is why
     cause = d.causes[0]
@@ -82,9 +85,13 @@ def test_oom_killed_with_exit_code_restarts_and_the_nodes_oom_event() -> None:
 
 
 def test_a_failed_models_oom_counts_from_its_failure_not_from_now() -> None:
-    failed_at = de.NOW - 86400
-    ev = with_trainer(de.running_container(restart_count=1, last_termination=oom(failed_at - 20)))
-    ev = de.with_state(ev, model=de.model("failed", at=failed_at, failure_reason="trainer exited"))
+    failed_at = diagnosis_evidence.NOW - 86400
+    ev = with_trainer(
+        diagnosis_evidence.running_container(restart_count=1, last_termination=oom(failed_at - 20))
+    )
+    ev = diagnosis_evidence.with_state(
+        ev, model=diagnosis_evidence.model("failed", at=failed_at, failure_reason="trainer exited")
+    )
     d = diagnose(ev)
     assert d.verdict == Verdict.FAILED
     assert kinds(d) == [CauseKind.OOM_KILLED, CauseKind.MODEL_FAILED]  # the root, then the end
@@ -95,8 +102,8 @@ def test_crash_loop_with_the_last_exit() -> None:
         reason="Error",
         exit_code=1,
         message="ValueError: lora rank must be positive",
-        started_at=de.NOW - 95,
-        finished_at=de.NOW - 90,
+        started_at=diagnosis_evidence.NOW - 95,
+        finished_at=diagnosis_evidence.NOW - 90,
     )
     container = ContainerState(
         name="trainer",
@@ -134,7 +141,7 @@ def test_image_pull_back_off() -> None:
         message=message,
         image="ghcr.io/openrl/worker:1.4.3",
     )
-    d = diagnose(with_trainer(container, phase="Pending", started=de.NOW - 600))
+    d = diagnose(with_trainer(container, phase="Pending", started=diagnosis_evidence.NOW - 600))
     (cause,) = d.causes
     assert cause.kind == CauseKind.IMAGE_PULL
     assert facts(cause)["image"] == "ghcr.io/openrl/worker:1.4.3"
@@ -152,7 +159,7 @@ def test_container_config_error_names_the_missing_secret() -> None:
         reason="CreateContainerConfigError",
         message='secret "hf-token" not found',
     )
-    d = diagnose(with_trainer(container, phase="Pending", started=de.NOW - 120))
+    d = diagnose(with_trainer(container, phase="Pending", started=diagnosis_evidence.NOW - 120))
     (cause,) = d.causes
     assert cause.kind == CauseKind.CONTAINER_CONFIG
     assert facts(cause)["message"] == 'secret "hf-token" not found'
@@ -165,12 +172,14 @@ def test_pod_failed_with_its_exit_codes() -> None:
         state="terminated",
         reason="Error",
         exit_code=2,
-        finished_at=de.NOW - 240,
+        finished_at=diagnosis_evidence.NOW - 240,
     )
     d = diagnose(with_trainer(container, phase="Failed"))
     (cause,) = d.causes
     assert cause.kind == CauseKind.POD_FAILED
-    assert facts(cause)["message"] == "trainer exit 2" and cause.since == de.NOW - 240
+    assert (
+        facts(cause)["message"] == "trainer exit 2" and cause.since == diagnosis_evidence.NOW - 240
+    )
 
 
 def test_pod_evicted_by_the_kubelet_under_memory_pressure() -> None:
@@ -184,17 +193,22 @@ def test_pod_evicted_by_the_kubelet_under_memory_pressure() -> None:
         "True",
         "TerminationByKubelet",
         "The node was low on resource: memory.",
-        de.NOW - 400,
+        diagnosis_evidence.NOW - 400,
     )
     ev = with_trainer(container, phase="Failed", conditions=(disruption,))
-    evicted = de.event("Evicted", note, ObjectRef("Pod", "openrl", de.TRAINER_POD), at=de.NOW - 400)
-    d = diagnose(de.with_kube(ev, events=(evicted,)))
+    evicted = diagnosis_evidence.event(
+        "Evicted",
+        note,
+        ObjectRef("Pod", "openrl", diagnosis_evidence.TRAINER_POD),
+        at=diagnosis_evidence.NOW - 400,
+    )
+    d = diagnose(diagnosis_evidence.with_kube(ev, events=(evicted,)))
     (cause,) = d.causes
     assert cause.kind == CauseKind.EVICTED
     f = facts(cause)
-    assert f["reason"] == "TerminationByKubelet" and f["at"] == de.NOW - 400
+    assert f["reason"] == "TerminationByKubelet" and f["at"] == diagnosis_evidence.NOW - 400
     assert str(f["message"]).startswith("The node was low on resource: memory.")
-    assert cause.next.pods == (ObjectKey("openrl", de.TRAINER_POD),)
+    assert cause.next.pods == (ObjectKey("openrl", diagnosis_evidence.TRAINER_POD),)
 
 
 def test_a_pod_preempted_by_the_scheduler() -> None:
@@ -203,20 +217,24 @@ def test_a_pod_preempted_by_the_scheduler() -> None:
         "True",
         "PreemptionByScheduler",
         "default-scheduler: preempting to accommodate a higher priority pod",
-        de.NOW - 30,
+        diagnosis_evidence.NOW - 30,
     )
-    d = diagnose(with_trainer(de.running_container(), conditions=(disruption,)))
+    d = diagnose(with_trainer(diagnosis_evidence.running_container(), conditions=(disruption,)))
     assert kinds(d) == [CauseKind.PREEMPTED]
     assert "preempting to accommodate a higher priority pod" in d.causes[0].statement
 
 
 def test_a_tainted_gpu_under_the_model() -> None:
-    devices = list(de.gpus())
+    devices = list(diagnosis_evidence.gpus())
     xid = DeviceTaint(
-        "gpu.nvidia.com/xid", "NoExecute", value="79", time_added=de.NOW - 700, rule="gpu-xid-79"
+        "gpu.nvidia.com/xid",
+        "NoExecute",
+        value="79",
+        time_added=diagnosis_evidence.NOW - 700,
+        rule="gpu-xid-79",
     )
     devices[3] = replace(devices[3], taints=(xid,))
-    d = diagnose(de.with_kube(de.healthy(), gpus=tuple(devices)))
+    d = diagnose(diagnosis_evidence.with_kube(diagnosis_evidence.healthy(), gpus=tuple(devices)))
     (cause,) = d.causes
     assert cause.kind == CauseKind.GPU_UNHEALTHY
     f = facts(cause)
@@ -241,9 +259,14 @@ def test_eight_pods_alike_are_two_causes_and_a_count() -> None:
         state="waiting",
         reason="CrashLoopBackOff",
         restart_count=5,
-        last_termination=Termination(reason="Error", exit_code=1, finished_at=de.NOW - 60),
+        last_termination=Termination(
+            reason="Error", exit_code=1, finished_at=diagnosis_evidence.NOW - 60
+        ),
     )
-    pods = tuple(replace(de.pod(containers=[crash]), name=f"lora-a-trainer-{i}") for i in range(8))
-    d = diagnose(de.with_kube(de.healthy(), pods=pods))
+    pods = tuple(
+        replace(diagnosis_evidence.pod(containers=[crash]), name=f"lora-a-trainer-{i}")
+        for i in range(8)
+    )
+    d = diagnose(diagnosis_evidence.with_kube(diagnosis_evidence.healthy(), pods=pods))
     assert kinds(d) == [CauseKind.CRASH_LOOP, CauseKind.CRASH_LOOP]
     assert d.left_off == 6

@@ -30,7 +30,7 @@ from openrl_inspect.resolvers.diagnosis import (
     tokens,
 )
 from openrl_inspect.resolvers.diagnosis.causes import Finding
-from support import diagnosis_evidence as de
+from support import diagnosis_evidence
 from support.types import api_types
 
 LONG = "CUDA error: an illegal memory access was encountered " * 200
@@ -59,36 +59,59 @@ def crash(at: float, reason: str = "Error") -> ContainerState:
 
 def everything_wrong() -> ModelEvidence:
     """The worst case: every family finds something, with long texts everywhere."""
-    hist = de.history(slow={"forward_backward": 3.0}, slow_from=44)
+    hist = diagnosis_evidence.history(slow={"forward_backward": 3.0}, slow_from=44)
     failed = [replace(o, status=OpStatus.FAILED, error=LONG) for o in hist.ops[-30:-20]]
     lost = [
-        de.open_op(f"op-lost-{i}-{'x' * 200}", "forward_backward", 50, de.NOW - 900, de.TRAINER)
+        diagnosis_evidence.open_op(
+            f"op-lost-{i}-{'x' * 200}",
+            "forward_backward",
+            50,
+            diagnosis_evidence.NOW - 900,
+            diagnosis_evidence.TRAINER,
+        )
         for i in range(40)
     ]
-    stuck = de.open_op("op-stuck", "optim_step", 50, de.NOW - 2000, de.SAMPLER)
+    stuck = diagnosis_evidence.open_op(
+        "op-stuck", "optim_step", 50, diagnosis_evidence.NOW - 2000, diagnosis_evidence.SAMPLER
+    )
     pods = tuple(
         replace(
-            de.pod(containers=[crash(de.NOW - 60 * i, "OOMKilled" if i % 2 else "Error")]),
+            diagnosis_evidence.pod(
+                containers=[
+                    crash(diagnosis_evidence.NOW - 60 * i, "OOMKilled" if i % 2 else "Error")
+                ]
+            ),
             name=f"lora-a-trainer-{i}-{'y' * 150}",
         )
         for i in range(30)
     )
-    taint = DeviceTaint("gpu.nvidia.com/xid" + "z" * 300, "NoExecute", LONG, de.NOW - 50)
-    devices = tuple(replace(d, taints=(taint,)) for d in de.gpus())
+    taint = DeviceTaint(
+        "gpu.nvidia.com/xid" + "z" * 300, "NoExecute", LONG, diagnosis_evidence.NOW - 50
+    )
+    devices = tuple(replace(d, taints=(taint,)) for d in diagnosis_evidence.gpus())
     events = tuple(
-        de.event("OOMKilling", LONG, ObjectRef("Node", "", de.NODE), at=de.NOW - 60 * i, count=999)
+        diagnosis_evidence.event(
+            "OOMKilling",
+            LONG,
+            ObjectRef("Node", "", diagnosis_evidence.NODE),
+            at=diagnosis_evidence.NOW - 60 * i,
+            count=999,
+        )
         for i in range(50)
     )
-    sampling = SamplingEvidence(tuple(de.batches(40, slow_from=30, factor=4.0)))
-    ev = de.healthy(hist, duty=DutyEvidence(600.0, {}), sampling=sampling)
-    ev = de.with_state(
+    sampling = SamplingEvidence(tuple(diagnosis_evidence.batches(40, slow_from=30, factor=4.0)))
+    ev = diagnosis_evidence.healthy(hist, duty=DutyEvidence(600.0, {}), sampling=sampling)
+    ev = diagnosis_evidence.with_state(
         ev,
         model=replace(ev.model, failure_reason=LONG),
         ops=[*hist.ops[:-30], *failed, *hist.ops[-20:]],
         open_ops=(*((o, OpHealth.LOST) for o in lost), (stuck, OpHealth.STUCK)),
-        workers=((de.worker(beat=de.NOW - 950), False), (de.worker(de.SAMPLER, "sampler"), True)),
+        workers=(
+            (diagnosis_evidence.worker(beat=diagnosis_evidence.NOW - 950), False),
+            (diagnosis_evidence.worker(diagnosis_evidence.SAMPLER, "sampler"), True),
+        ),
     )
-    return de.with_kube(ev, pods=pods, gpus=devices, events=events)
+    return diagnosis_evidence.with_kube(ev, pods=pods, gpus=devices, events=events)
 
 
 def test_ranking_follows_the_blocking_order() -> None:
@@ -105,9 +128,15 @@ def test_ranking_follows_the_blocking_order() -> None:
 
 
 def test_within_a_tier_the_longer_standing_cause_comes_first() -> None:
-    older = replace(de.pod(containers=[crash(de.NOW - 900, "OOMKilled")]), name="trainer-old")
-    newer = replace(de.pod(containers=[crash(de.NOW - 60, "OOMKilled")]), name="trainer-new")
-    d = diagnose(de.with_kube(de.healthy(), pods=(newer, older)))
+    older = replace(
+        diagnosis_evidence.pod(containers=[crash(diagnosis_evidence.NOW - 900, "OOMKilled")]),
+        name="trainer-old",
+    )
+    newer = replace(
+        diagnosis_evidence.pod(containers=[crash(diagnosis_evidence.NOW - 60, "OOMKilled")]),
+        name="trainer-new",
+    )
+    d = diagnose(diagnosis_evidence.with_kube(diagnosis_evidence.healthy(), pods=(newer, older)))
     assert [c.facts[0].value for c in d.causes] == ["trainer-old", "trainer-new"]
 
 
@@ -157,8 +186,8 @@ def test_a_rule_that_trips_spoils_only_its_own_causes(monkeypatch: pytest.Monkey
         raise TypeError("unexpected shape")
 
     monkeypatch.setattr(engine, "FAMILIES", (broken, *engine.FAMILIES))
-    hist = de.history(end=de.NOW - 1800)
-    d = diagnose(de.healthy(hist))
+    hist = diagnosis_evidence.history(end=diagnosis_evidence.NOW - 1800)
+    d = diagnose(diagnosis_evidence.healthy(hist))
     assert kinds(d) == [CauseKind.STALLED] and d.verdict == Verdict.STALLED
 
 

@@ -16,7 +16,7 @@ from openrl_inspect.resolvers.diagnosis import (
     Unknown,
     diagnose,
 )
-from support import diagnosis_evidence as de
+from support import diagnosis_evidence
 
 
 def facts(cause: Cause) -> dict[str, object]:
@@ -28,13 +28,13 @@ def kinds(d: Diagnosis) -> list[CauseKind]:
 
 
 def idle_duty(value: float) -> DutyEvidence:
-    return DutyEvidence(600.0, {d.uuid or "": value for d in de.gpus()})
+    return DutyEvidence(600.0, {d.uuid or "": value for d in diagnosis_evidence.gpus()})
 
 
 def test_idle_reservation_gpus_held_duty_low_no_op_run() -> None:
     # the client went quiet 40 minutes ago; the GPUs are still held
-    hist = de.history(end=de.NOW - 2400)
-    d = diagnose(de.healthy(hist, duty=idle_duty(0.004)))
+    hist = diagnosis_evidence.history(end=diagnosis_evidence.NOW - 2400)
+    d = diagnose(diagnosis_evidence.healthy(hist, duty=idle_duty(0.004)))
     assert d.verdict == Verdict.STALLED
     assert kinds(d) == [CauseKind.STALLED, CauseKind.IDLE_RESERVATION]
     cause = d.causes[1]
@@ -45,7 +45,7 @@ def test_idle_reservation_gpus_held_duty_low_no_op_run() -> None:
         600.0,
         8,
     )
-    assert f["held_since"] == de.NOW - 7100
+    assert f["held_since"] == diagnosis_evidence.NOW - 7100
     assert cause.statement == (
         "8 GPU(s) held for 1h58m at mean DCGM duty 0.4% over the last 10m, with no op run"
     )
@@ -55,31 +55,36 @@ def test_idle_reservation_gpus_held_duty_low_no_op_run() -> None:
 
 
 def test_no_idle_reservation_while_an_op_runs_or_without_samples() -> None:
-    hist = de.history(end=de.NOW - 2400)
-    running = de.open_op("op-x", "sample", 50, de.NOW - 30, de.SAMPLER)
-    ev = de.with_state(
-        de.healthy(hist, duty=idle_duty(0.0)), open_ops=((running, OpHealth.RUNNING),)
+    hist = diagnosis_evidence.history(end=diagnosis_evidence.NOW - 2400)
+    running = diagnosis_evidence.open_op(
+        "op-x", "sample", 50, diagnosis_evidence.NOW - 30, diagnosis_evidence.SAMPLER
+    )
+    ev = diagnosis_evidence.with_state(
+        diagnosis_evidence.healthy(hist, duty=idle_duty(0.0)),
+        open_ops=((running, OpHealth.RUNNING),),
     )
     assert CauseKind.IDLE_RESERVATION not in kinds(diagnose(ev))
     no_samples = DutyEvidence(600.0, {})
-    assert CauseKind.IDLE_RESERVATION not in kinds(diagnose(de.healthy(hist, duty=no_samples)))
+    assert CauseKind.IDLE_RESERVATION not in kinds(
+        diagnose(diagnosis_evidence.healthy(hist, duty=no_samples))
+    )
 
 
 def test_idle_reservation_needs_the_duty_backend() -> None:
     unknown = Unknown("prometheus", "BACKEND_UNAVAILABLE", "connection refused")
-    hist = de.history(end=de.NOW - 2400)
-    d = diagnose(de.healthy(hist, duty=unknown))
+    hist = diagnosis_evidence.history(end=diagnosis_evidence.NOW - 2400)
+    d = diagnose(diagnosis_evidence.healthy(hist, duty=unknown))
     assert kinds(d) == [CauseKind.STALLED] and d.unknown == (unknown,)
 
 
 def test_trainer_slow_against_its_own_baseline() -> None:
-    hist = de.history(slow={"forward_backward": 2.0}, slow_from=46)
-    d = diagnose(de.healthy(hist))
+    hist = diagnosis_evidence.history(slow={"forward_backward": 2.0}, slow_from=46)
+    d = diagnose(diagnosis_evidence.healthy(hist))
     assert d.verdict == Verdict.SLOW
     (cause,) = d.causes
     assert cause.kind == CauseKind.TRAINER_SLOW
     f = facts(cause)
-    assert f["kind"] == "forward_backward" and f["worker"] == de.TRAINER
+    assert f["kind"] == "forward_backward" and f["worker"] == diagnosis_evidence.TRAINER
     assert isinstance(f["ratio"], float) and 1.8 < f["ratio"] < 2.2
     assert isinstance(f["baseline_median"], float) and 1.1 < f["baseline_median"] < 1.3
     assert (f["recent_samples"], f["baseline_samples"]) == (5, 95)
@@ -87,27 +92,27 @@ def test_trainer_slow_against_its_own_baseline() -> None:
 
 
 def test_sampler_slow_against_its_own_baseline() -> None:
-    sampling = SamplingEvidence(tuple(de.batches(40, slow_from=33, factor=2.5)))
-    d = diagnose(de.healthy(sampling=sampling))
+    sampling = SamplingEvidence(tuple(diagnosis_evidence.batches(40, slow_from=33, factor=2.5)))
+    d = diagnose(diagnosis_evidence.healthy(sampling=sampling))
     assert d.verdict == Verdict.SLOW
     (cause,) = d.causes
     assert cause.kind == CauseKind.SAMPLER_SLOW
     f = facts(cause)
     assert isinstance(f["recent_median"], float) and 4000 < f["recent_median"] < 5500
     assert isinstance(f["baseline_median"], float) and 11000 < f["baseline_median"] < 13000
-    assert cause.refs == (f"worker {de.SAMPLER}",)
+    assert cause.refs == (f"worker {diagnosis_evidence.SAMPLER}",)
     assert cause.since == sampling.batches[-5].at
 
 
 def test_sampler_unknown_is_said_not_guessed() -> None:
     unknown = Unknown("redis", "BACKEND_TIMEOUT", "sampler batches timed out")
-    d = diagnose(de.healthy(sampling=unknown))
+    d = diagnose(diagnosis_evidence.healthy(sampling=unknown))
     assert d.causes == () and d.unknown == (unknown,)
 
 
 def test_client_bound_when_gaps_between_ops_dominate() -> None:
-    hist = de.history(think_s=4.0, between_steps_s=6.0)
-    d = diagnose(de.healthy(hist))
+    hist = diagnosis_evidence.history(think_s=4.0, between_steps_s=6.0)
+    d = diagnose(diagnosis_evidence.healthy(hist))
     assert d.verdict == Verdict.SLOW
     (cause,) = d.causes
     assert cause.kind == CauseKind.CLIENT_BOUND
@@ -120,9 +125,9 @@ def test_client_bound_when_gaps_between_ops_dominate() -> None:
 
 def test_pace_regression_when_every_step_slows() -> None:
     slow = {"sample": 2.0, "forward_backward": 2.0, "optim_step": 2.0}
-    hist = de.history(slow=slow, slow_from=44)
+    hist = diagnosis_evidence.history(slow=slow, slow_from=44)
     thresholds = Thresholds(slow_factor=1.6)  # the trainer and sampler at 2x: all found
-    d = diagnose(de.healthy(hist, thresholds=thresholds))
+    d = diagnose(diagnosis_evidence.healthy(hist, thresholds=thresholds))
     assert kinds(d) == [CauseKind.TRAINER_SLOW, CauseKind.PACE_REGRESSION]
     pace = d.causes[1]
     f = facts(pace)
@@ -135,13 +140,15 @@ def test_pace_regression_when_every_step_slows() -> None:
 @pytest.mark.parametrize("factor", [1.1, 1.3])
 def test_mild_drift_is_not_a_regression(factor: float) -> None:
     slow = {"sample": factor, "forward_backward": factor, "optim_step": factor}
-    d = diagnose(de.healthy(de.history(slow=slow, slow_from=40)))
+    d = diagnose(diagnosis_evidence.healthy(diagnosis_evidence.history(slow=slow, slow_from=40)))
     assert d.causes == () and d.verdict == Verdict.PROGRESSING
 
 
 def test_slow_causes_are_only_judged_for_active_models() -> None:
-    hist = de.history(slow={"forward_backward": 3.0}, slow_from=40)
-    ev = de.with_state(de.healthy(hist), model=de.model("placed"))
+    hist = diagnosis_evidence.history(slow={"forward_backward": 3.0}, slow_from=40)
+    ev = diagnosis_evidence.with_state(
+        diagnosis_evidence.healthy(hist), model=diagnosis_evidence.model("placed")
+    )
     ev = replace(ev, kube=Unknown("kubernetes", "BACKEND_NOT_CONFIGURED", "off"))
     assert diagnose(ev).causes == ()
 
@@ -149,7 +156,7 @@ def test_slow_causes_are_only_judged_for_active_models() -> None:
 def test_one_long_pause_between_steps_is_not_client_bound() -> None:
     """A client away once (a notebook left alone for a minute) idles the workers for
     most of the last steps' wall time, but not in most steps: no cause."""
-    hist = de.history()
+    hist = diagnosis_evidence.history()
     cut = hist.steps[-3].started_at
     assert cut is not None
 
@@ -164,6 +171,6 @@ def test_one_long_pause_between_steps_is_not_client_bound() -> None:
                    started_at=earlier(o.started_at) or o.started_at,
                    finished_at=earlier(o.finished_at) or o.finished_at)
            for o in hist.ops]  # fmt: skip
-    paused = de.History(steps, ops)
-    d = diagnose(de.healthy(paused))
+    paused = diagnosis_evidence.History(steps, ops)
+    d = diagnose(diagnosis_evidence.healthy(paused))
     assert CauseKind.CLIENT_BOUND not in kinds(d), d.causes

@@ -16,8 +16,8 @@ from openrl_inspect.adapters.kubernetes import (
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes._dra import parse_claim
-from openrl_inspect.adapters.kubernetes._parse import parse_pod
-from openrl_inspect.adapters.kubernetes._parse_kueue import parse_workload
+from openrl_inspect.adapters.kubernetes._pods import parse_pod
+from openrl_inspect.adapters.kubernetes._workloads import parse_workload
 from openrl_inspect.core.domain import CauseKind, Verdict
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.diagnosis import (
@@ -28,10 +28,9 @@ from openrl_inspect.resolvers.diagnosis import (
     StateEvidence,
     diagnose,
 )
-from support import diagnosis_evidence as de
-from support import kube_objects as ko
+from support import diagnosis_evidence, kube_objects
 
-WAITING_SINCE = de.NOW - 1903
+WAITING_SINCE = diagnosis_evidence.NOW - 1903
 PREEMPTOR_UID = "6f1d7c2e-9a8b-4c1d-8e2f-0a1b2c3d4e5f"
 PREEMPTED_MESSAGE = (
     f"Preempted to accommodate a workload (UID: {PREEMPTOR_UID}, JobUID: uid-job-lora-z) "
@@ -76,7 +75,7 @@ def cond(type_: str, status: str, reason: str, message: str, at: str) -> dict[st
 
 
 def wl_obj(conditions: list[dict[str, Any]], name: str = "job-lora-a-trainer-3f9c2") -> Any:
-    return ko._workload(name, de.MODEL, conditions, None)
+    return kube_objects._workload(name, diagnosis_evidence.MODEL, conditions, None)
 
 
 def evidence(
@@ -86,8 +85,8 @@ def evidence(
     events: Sequence[EventRecord] = (),
     state: str = "waiting",
 ) -> ModelEvidence:
-    model = de.model(state, at=WAITING_SINCE)
-    reasons = why_waiting(model, workloads, pods, claims, de.NOW)
+    model = diagnosis_evidence.model(state, at=WAITING_SINCE)
+    reasons = why_waiting(model, workloads, pods, claims, diagnosis_evidence.NOW)
     kube = KubeEvidence(
         workloads=tuple(workloads),
         pods=tuple(pods),
@@ -95,12 +94,12 @@ def evidence(
         events=tuple(events),
         wait_reasons=tuple(reasons),
     )
-    return de.healthy(state=StateEvidence(model=model), kube=kube)
+    return diagnosis_evidence.healthy(state=StateEvidence(model=model), kube=kube)
 
 
 def test_waiting_on_quota_names_flavor_shortfall_and_queue_position() -> None:
-    pending = workload(ko.pending_workload(), model_id=de.MODEL)
-    d = diagnose(evidence([pending], [pod(ko.unschedulable_pod())]))
+    pending = workload(kube_objects.pending_workload(), model_id=diagnosis_evidence.MODEL)
+    d = diagnose(evidence([pending], [pod(kube_objects.unschedulable_pod())]))
     assert d.verdict == Verdict.WAITING
     assert kinds(d) == [CauseKind.QUOTA, CauseKind.UNSCHEDULABLE]
     quota = d.causes[0]
@@ -124,23 +123,29 @@ def test_waiting_on_quota_names_flavor_shortfall_and_queue_position() -> None:
 
 
 def test_unschedulable_condenses_the_newest_scheduler_message_into_node_counts() -> None:
-    admitted = workload(ko.admitted_workload())
-    raw = ko.pod(de.TRAINER_POD, model_id=de.MODEL, phase="Pending", claim_template=None, gpus=8)
+    admitted = workload(kube_objects.admitted_workload())
+    raw = kube_objects.pod(
+        diagnosis_evidence.TRAINER_POD,
+        model_id=diagnosis_evidence.MODEL,
+        phase="Pending",
+        claim_template=None,
+        gpus=8,
+    )
     raw["status"]["conditions"] = [
         cond(
             "PodScheduled",
             "False",
             "Unschedulable",
-            ko.UNSCHEDULABLE_MESSAGE,
+            kube_objects.UNSCHEDULABLE_MESSAGE,
             "2026-01-05T09:40:00Z",
         )
     ]
     pending = pod(raw)
-    scheduling = de.event(
+    scheduling = diagnosis_evidence.event(
         "FailedScheduling",
         SCHEDULER_MESSAGE,
-        ObjectRef("Pod", ko.NAMESPACE, de.TRAINER_POD, pending.uid),
-        at=de.NOW - 20,
+        ObjectRef("Pod", kube_objects.NAMESPACE, diagnosis_evidence.TRAINER_POD, pending.uid),
+        at=diagnosis_evidence.NOW - 20,
         count=37,
         type_="Warning",
         controller="default-scheduler",
@@ -149,7 +154,7 @@ def test_unschedulable_condenses_the_newest_scheduler_message_into_node_counts()
     (cause,) = d.causes
     assert cause.kind == CauseKind.UNSCHEDULABLE
     assert facts(cause) == {
-        "pod": de.TRAINER_POD,
+        "pod": diagnosis_evidence.TRAINER_POD,
         "nodes_fit": 0,
         "nodes_total": 12,
         "nodes: had untolerated taint {nvidia.com/gpu: present}": 8,
@@ -157,7 +162,7 @@ def test_unschedulable_condenses_the_newest_scheduler_message_into_node_counts()
         "attempts": 37,
     }
     assert cause.statement == (
-        f"Pod {de.TRAINER_POD} unschedulable for 20m: 0/12 nodes fit: 8 had untolerated taint "
+        f"Pod {diagnosis_evidence.TRAINER_POD} unschedulable for 20m: 0/12 nodes fit: 8 had untolerated taint "
         "{nvidia.com/gpu: present}, 4 Insufficient nvidia.com/gpu"
     )
     assert cause.next.pods == (pending.key,)
@@ -214,7 +219,7 @@ def test_not_queued_without_any_workload_or_pod() -> None:
 
 
 def test_a_deactivated_workload() -> None:
-    wl = workload(wl_obj([]), active=False, created=de.NOW - 3600)
+    wl = workload(wl_obj([]), active=False, created=diagnosis_evidence.NOW - 3600)
     d = diagnose(evidence([wl]))
     assert kinds(d) == [CauseKind.WORKLOAD_INACTIVE]
     assert facts(d.causes[0])["waited_s"] == 3600.0
@@ -231,12 +236,12 @@ def _preempted_conditions() -> list[dict[str, Any]]:
 
 
 def _preempted_event(name: str) -> EventRecord:
-    ref = ObjectRef("Workload", ko.NAMESPACE, name, "uid-wl")
-    return de.event(
+    ref = ObjectRef("Workload", kube_objects.NAMESPACE, name, "uid-wl")
+    return diagnosis_evidence.event(
         "Preempted",
         PREEMPTED_MESSAGE,
         ref,
-        at=de.NOW - 720,
+        at=diagnosis_evidence.NOW - 720,
         type_="Normal",
         controller="kueue-admission",
     )
@@ -255,7 +260,7 @@ def test_preempted_says_by_what_and_when_once() -> None:
         2,
         1,
     )
-    assert f["at"] == de.NOW - 720
+    assert f["at"] == diagnosis_evidence.NOW - 720
     assert cause.statement == (
         f"Workload preempted 12m ago (InClusterQueue) for workload {PREEMPTOR_UID}"
     )
@@ -264,7 +269,9 @@ def test_preempted_says_by_what_and_when_once() -> None:
 def test_a_running_model_whose_workload_is_preempted_now() -> None:
     name = "job-lora-a-trainer-3f9c2"
     wl = workload(wl_obj(_preempted_conditions(), name))
-    ev = de.with_kube(de.healthy(), workloads=(wl,), events=(_preempted_event(name),))
+    ev = diagnosis_evidence.with_kube(
+        diagnosis_evidence.healthy(), workloads=(wl,), events=(_preempted_event(name),)
+    )
     d = diagnose(ev)
     assert kinds(d) == [CauseKind.PREEMPTED]
     assert facts(d.causes[0])["preemptor_uid"] == PREEMPTOR_UID
@@ -291,27 +298,40 @@ def test_evicted_for_pods_ready_timeout() -> None:
 
 
 def test_claims_not_allocated() -> None:
-    raw = copy.deepcopy(ko.allocated_claim())
+    raw = copy.deepcopy(kube_objects.allocated_claim())
     del raw["status"]
     claim = parse_claim(raw)
     assert claim is not None
-    pending = pod(ko.pod(de.TRAINER_POD, model_id=de.MODEL, phase="Pending", claim_name=claim.name))
-    d = diagnose(evidence([workload(ko.admitted_workload())], [pending], [claim], state="placed"))
+    pending = pod(
+        kube_objects.pod(
+            diagnosis_evidence.TRAINER_POD,
+            model_id=diagnosis_evidence.MODEL,
+            phase="Pending",
+            claim_name=claim.name,
+        )
+    )
+    d = diagnose(
+        evidence([workload(kube_objects.admitted_workload())], [pending], [claim], state="placed")
+    )
     assert kinds(d) == [CauseKind.CLAIM_UNALLOCATED]
     assert d.causes[0].refs == (f"ResourceClaim openrl/{claim.name}",)
     assert "requests 8 x gpu.nvidia.com" in d.causes[0].statement
 
 
 def test_placed_with_nothing_blocking_is_waiting_other() -> None:
-    running = de.pod()
-    d = diagnose(evidence([workload(ko.admitted_workload())], [running], state="placed"))
+    running = diagnosis_evidence.pod()
+    d = diagnose(evidence([workload(kube_objects.admitted_workload())], [running], state="placed"))
     assert kinds(d) == [CauseKind.WAITING_OTHER]
     assert "workers may still be starting" in d.causes[0].statement
 
 
 def test_a_running_model_with_a_replacement_pod_the_scheduler_cannot_place() -> None:
-    raw = ko.unschedulable_pod()
-    raw["metadata"]["labels"]["openrl.ai/model-id"] = de.MODEL
-    d = diagnose(de.with_kube(de.healthy(), pods=(de.pod(), pod(raw))))
+    raw = kube_objects.unschedulable_pod()
+    raw["metadata"]["labels"]["openrl.ai/model-id"] = diagnosis_evidence.MODEL
+    d = diagnose(
+        diagnosis_evidence.with_kube(
+            diagnosis_evidence.healthy(), pods=(diagnosis_evidence.pod(), pod(raw))
+        )
+    )
     assert kinds(d) == [CauseKind.UNSCHEDULABLE]
     assert facts(d.causes[0])["nodes: Insufficient nvidia.com/gpu"] == 3

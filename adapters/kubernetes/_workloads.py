@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes._parse import (
+from openrl_inspect.adapters.kubernetes._json import (
     Json,
-    _conditions,
-    _int,
-    _list,
-    _map,
-    _meta,
-    _str,
-    _str_map,
-    _unique,
+    as_int,
+    as_list,
+    as_map,
+    as_str,
+    conditions,
+    meta,
     owner_refs,
     parse_time,
+    str_map,
+    unique,
 )
 from openrl_inspect.adapters.kubernetes._records import (
     DEFAULT_LABELS,
@@ -37,32 +37,32 @@ def _template_model(pod_sets: Sequence[Any], key: str) -> str | None:
     """The model label of the pod sets' templates: Kueue copies the job's pod template
     into the Workload, labels included, whatever ``labelKeysToCopy`` says."""
     for item in pod_sets:
-        value = _str_map(_map(_map(item, "template"), "metadata").get("labels")).get(key)
+        value = str_map(as_map(as_map(item, "template"), "metadata").get("labels")).get(key)
         if value:
             return value
     return None
 
 
 def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecord | None:
-    meta = _meta(obj)
-    if meta is None:
+    identity = meta(obj)
+    if identity is None:
         return None
-    namespace, name, uid, labels = meta
-    spec, status = _map(obj, "spec"), _map(obj, "status")
-    owners = owner_refs(_map(obj, "metadata"))
+    namespace, name, uid, labels = identity
+    spec, status = as_map(obj, "spec"), as_map(obj, "status")
+    owners = owner_refs(as_map(obj, "metadata"))
     admission = None
-    raw_admission = _map(status, "admission")
+    raw_admission = as_map(status, "admission")
     if raw_admission:
         admission = Admission(
-            cluster_queue=_str(raw_admission, "clusterQueue") or "",
+            cluster_queue=as_str(raw_admission, "clusterQueue") or "",
             pod_set_assignments=tuple(
                 PodSetAssignment(
-                    name=_str(item, "name") or "",
-                    flavors=_str_map(item.get("flavors")),
-                    resource_usage=_str_map(item.get("resourceUsage")),
-                    count=_int(item.get("count")),
+                    name=as_str(item, "name") or "",
+                    flavors=str_map(item.get("flavors")),
+                    resource_usage=str_map(item.get("resourceUsage")),
+                    count=as_int(item.get("count")),
                 )
-                for item in _list(raw_admission, "podSetAssignments")
+                for item in as_list(raw_admission, "podSetAssignments")
             ),
         )
     return WorkloadRecord(
@@ -70,20 +70,20 @@ def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecor
         name=name,
         uid=uid,
         labels=labels,
-        model_id=labels.get(keys.model) or _template_model(_list(spec, "podSets"), keys.model),
-        queue_name=_str(spec, "queueName"),
-        priority=_int(spec.get("priority")),
-        priority_class=_str(spec, "priorityClassName"),
+        model_id=labels.get(keys.model) or _template_model(as_list(spec, "podSets"), keys.model),
+        queue_name=as_str(spec, "queueName"),
+        priority=as_int(spec.get("priority")),
+        priority_class=as_str(spec, "priorityClassName"),
         active=spec.get("active") is not False,
         pod_sets=tuple(
-            PodSet(name=_str(item, "name") or "", count=_int(item.get("count")))
-            for item in _list(spec, "podSets")
+            PodSet(name=as_str(item, "name") or "", count=as_int(item.get("count")))
+            for item in as_list(spec, "podSets")
         ),
-        conditions=_conditions(_list(status, "conditions")),
+        conditions=conditions(as_list(status, "conditions")),
         admission=admission,
-        requeue_count=_int(_map(status, "requeueState").get("count")),
-        created=parse_time(_map(obj, "metadata").get("creationTimestamp")),
-        job_uids=_unique([*(o.uid for o in owners), labels.get(KUEUE_JOB_UID_LABEL)]),
+        requeue_count=as_int(as_map(status, "requeueState").get("count")),
+        created=parse_time(as_map(obj, "metadata").get("creationTimestamp")),
+        job_uids=unique([*(o.uid for o in owners), labels.get(KUEUE_JOB_UID_LABEL)]),
         owners=owners,
     )
 
@@ -93,11 +93,11 @@ def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecor
 
 def parse_job(obj: Json, kind: str, keys: LabelKeys = DEFAULT_LABELS) -> JobRecord | None:
     """A batch/v1 Job or a JobSet (``kind``); both suspend with ``spec.suspend``."""
-    meta = _meta(obj)
-    if meta is None:
+    identity = meta(obj)
+    if identity is None:
         return None
-    namespace, name, uid, labels = meta
-    metadata = _map(obj, "metadata")
+    namespace, name, uid, labels = identity
+    metadata = as_map(obj, "metadata")
     owners = [o.uid for o in owner_refs(metadata)]
     return JobRecord(
         kind=kind,
@@ -106,7 +106,7 @@ def parse_job(obj: Json, kind: str, keys: LabelKeys = DEFAULT_LABELS) -> JobReco
         uid=uid,
         labels=labels,
         model_id=labels.get(keys.model),
-        owner_uids=_unique([*owners, labels.get(JOBSET_UID_LABEL) if kind == "Job" else None]),
-        suspended=_map(obj, "spec").get("suspend") is True,
+        owner_uids=unique([*owners, labels.get(JOBSET_UID_LABEL) if kind == "Job" else None]),
+        suspended=as_map(obj, "spec").get("suspend") is True,
         created=parse_time(metadata.get("creationTimestamp")),
     )
