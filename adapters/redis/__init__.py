@@ -14,7 +14,6 @@ Private modules::
     _client_logs  RedisClientLogs: a model's or session's client logs, bounded
     _sampler_batches  RedisSamplerBatches: many models' sampler batch records, bounded
     _rollups      the commands and decoding of RedisStateStore.rollups (models' rollups)
-    _wire         a batch of reads straight on the wire, for a plain standalone client
 """
 
 from __future__ import annotations

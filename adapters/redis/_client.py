@@ -200,21 +200,12 @@ async def run(
     With ``raise_on_error=False`` a command Redis refuses (a key of the wrong type) is
     that command's result, an exception, and the others still answer.
     """
-    # lazy: it loads redis-py and hiredis, which wait for a client (``core.lazy``).
-    from openrl_inspect.adapters.redis import _wire
-
     pipe: Any = client.pipeline(transaction=False)
     build(pipe)
     if len(pipe) == 0:
         return []
     trips.count += 1
-    # The same round trip without redis-py's per-command Python, when the client and
-    # every queued command allow it; the pipeline is the reference either way.
-    if _wire.direct(client) and _wire.known(pipe.command_stack):
-        call = _wire.execute(client, pipe, raise_on_error=raise_on_error)
-    else:
-        call = pipe.execute(raise_on_error=raise_on_error)
-    return list(await guarded(call, deadline_s))
+    return list(await guarded(pipe.execute(raise_on_error=raise_on_error), deadline_s))
 
 
 async def guarded(call: Awaitable[T], deadline_s: float) -> T:
