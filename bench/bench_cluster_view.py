@@ -4,26 +4,29 @@ The fake API server (tests/support/fake_kube.py, the real wire format) holds 1,0
 8-GPU nodes with their DRA ResourceSlices, 2,000 models' Kueue Workloads, 10,000 pods
 (per model three 1-GPU workers with an allocated ResourceClaim each, and two CPU pods)
 and 6,000 claims. The real adapter (``open_kubernetes``: official client, watch cache)
-syncs from it; Redis (fakeredis) holds the 2,000 models. The cluster-view query asks
-for the capacity and every node with its GPUs and each GPU's holder pod and model.
+syncs from it; Redis (fakeredis) holds the 2,000 models. The query asks for the
+capacity by product and every node of a page with its capacity, its GPUs and each
+GPU's holder pod and model.
 
-Reported: sync time, the query's median latency over N runs after one warm-up on each
-execution path (``Settings.execution``, stock and fast, alternating run by run, with
-their answers compared byte for byte), and API-server requests per GraphQL request
-(from the fake server's counter; target 0), also after a 410 (compacted history) and
-after the API server restarts.
+Printed: sync time; the query's median latency with min and max over ``--runs`` after
+one warm-up on each execution path (``OPENRL_INSPECT_EXECUTION``, fast and stock,
+alternating run by run, their answers compared byte for byte); API-server requests per
+GraphQL request (target 0), also after a 410 (compacted history) and after the API
+server restarts; and the answer while the API server is down.
 
-Also "our code": the same reads the query makes, through the same resolvers, loaders and
-schema constructors, called directly level by level (one ``asyncio.gather`` per level, so
-loaders batch as under GraphQL) without graphql-core and Strawberry executing fields. The
-end-to-end time minus it is the share of GraphQL execution (field by field completion,
-result building, serialising).
+Beside it, "our code": the same reads through the same resolvers, loaders, cache views
+and schema constructors, called level by level (one ``asyncio.gather`` per level, so
+loaders batch as under GraphQL) without graphql-core and Strawberry executing fields,
+in total and by phase with the collector off; the end-to-end time minus it is the share
+of GraphQL execution.
 
-``--gc-tuned`` measures what the garbage collector costs: after the cache syncs it moves
-every object alive into the permanent generation (``gc.freeze``) and collects the young
-generation every 100,000 allocations instead of 700. An experiment, not what the server does.
+``--gc-tuned`` freezes every object alive after the sync (``gc.freeze``) and collects
+the young generation every 100,000 allocations, close to what ``serve`` does once
+started (``OPENRL_INSPECT_GC_FREEZE``, threshold 50,000); without it the collector keeps
+CPython's defaults.
 
-    .venv/bin/python bench/bench_cluster_view.py [--runs 7] [--nodes 1000] [--page 1000] [--gc-tuned]
+    .venv/bin/python bench/bench_cluster_view.py --page 1000 --runs 7 --gc-tuned
+    .venv/bin/python bench/bench_cluster_view.py --page 100 --runs 9 --gc-tuned
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""How long a fresh interpreter takes to import the resolvers and to answer ``--help``.
+"""Benchmark: how long a fresh interpreter takes to import the resolvers and to answer ``--help``.
 
-Each figure is the wall time of a new process (python -c "import ..." or the console
-script), repeated; the baseline is an interpreter that imports nothing of ours, run
-alternately in the same rounds, so the product's own share is the difference.
+Each figure is the wall time of a new process (``python -c "import ..."`` or the
+console script): one resolver module, all six resolver areas at once, and
+``openrl-inspect --help``; the cases alternate within each round so drift hits them
+alike. Printed: median with p25 - p75 and min - max of each.
 
-    .venv/bin/python bench/bench_imports.py --rounds 15
+The floor beside them: an interpreter that imports nothing of ours (``python -c pass``),
+so the product's own share is the difference.
+
+    .venv/bin/python bench/bench_imports.py --rounds 21
 """
 
 from __future__ import annotations

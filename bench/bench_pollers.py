@@ -1,18 +1,23 @@
-"""Fifty dashboard pollers at once (issue 13): the overview query over uvicorn, with
-single flight off and on, in alternating rounds.
+"""Benchmark: fifty dashboard pollers at once, the overview query over uvicorn.
 
 Starts a redis-server on a free loopback port and fills it through the recorder from
-the simulator (1,000 models), then two uvicorn servers (subprocesses, one per setting,
-``OPENRL_INSPECT_LIMITS_SINGLE_FLIGHT``-style ``Settings(switches=Switches(single_flight=...))``, everything
-else at its default: a 32-connection pool, 1 s pool wait, 30 s request deadline). Each
-round runs ``--pollers`` clients for ``--seconds`` against one server: each asks, reads
-the answer, then waits ``--think`` seconds (uniform in [think/2, think]; 0: no wait).
-A request still running at the end of the round is awaited and counted. An error is any
-answer that is not a 200 without ``errors``, or no answer within ``--client-timeout``.
-Not a test: it prints figures for docs/benchmarks.md.
+the simulator (1,000 active models), then one uvicorn server per arm (a subprocess each,
+run by ``web.server.serve`` as ``openrl-inspect serve`` runs it, everything else at its
+default): ``off`` without single flight (``OPENRL_INSPECT_SINGLE_FLIGHT=false``), ``on``
+with it, ``fresh`` with it and a ``--fresh`` second freshness window
+(``OPENRL_INSPECT_FRESH_FOR_S``). The arms alternate round by round. Each round runs
+``--pollers`` clients for ``--seconds`` against one server: each asks, reads the
+answer, then waits uniform(think/2, think) seconds (``--think 0``: no wait); a request
+still running at the end of the round is awaited and counted. An error is any answer
+that is not a 200 without ``errors``, or none within ``--client-timeout``.
+
+Printed per arm: answers per second, errors by kind, the p50 and p99 latency (median
+and range over the rounds) and Redis commands per answer. No floor: the arms are each
+other's reference.
 
     .venv/bin/python bench/bench_pollers.py --rounds 7 --seconds 30 --think 2
-    .venv/bin/python bench/bench_pollers.py --arms on,fresh --fresh 1   # the freshness window
+    .venv/bin/python bench/bench_pollers.py --rounds 3 --seconds 30 --think 0
+    .venv/bin/python bench/bench_pollers.py --rounds 7 --seconds 20 --think 2 --arms on,fresh --fresh 2
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""How fast a query over the cost limit is refused, against how long a cheap one takes.
+"""Benchmark: how fast a query over the cost limit is refused.
 
-The query is issue 11's bypass: 29 aliases of models -> steps -> ops, page
-sizes left to the document's default (`$n: Int = 100`). It must be refused before any
-backend call; the cheap query beside it (one session's count) is the floor of a round
-trip through the app. Both run through the ASGI app over the demo's fakeredis world,
-alternating, repeated.
+The query asks for 29 aliases of models -> steps -> ops with the page sizes left to the
+document's default (``$n: Int = 100``), far over the node limit; it must be refused
+with ``QUERY_TOO_COSTLY`` before any backend call (the script checks the code). Both
+queries run through the ASGI app over the demo's fakeredis world, alternating. Printed:
+the median with p25 - p75 and max of each.
 
-    .venv/bin/python bench/bench_refusal.py --rounds 50
+The floor beside it: a cheap query (one session's count), a round trip through the app.
+
+    .venv/bin/python bench/bench_refusal.py --rounds 30
 """
 
 from __future__ import annotations

@@ -4,13 +4,16 @@ The cluster of bench_cluster_view.py (per node: 2 models, each with a Kueue Work
 3 GPU workers with an allocated ResourceClaim each and 2 CPU pods; 8-GPU nodes with
 their ResourceSlices) is served by the fake API server (real wire format) running in a
 *separate process*, so this process holds only what the inspector would: the official
-client and the watch cache. Reported: this process's resident memory (VmRSS) before the
-cache opens and once every kind has synced and is watching, after a full garbage
-collection, with the SDK already imported; the difference is the cache (and the
-client's buffers still held). Each
-size runs in a fresh process, so one size's garbage does not count in the next.
+client and the watch cache. Printed per size: this process's resident memory (VmRSS)
+once every kind has synced and is watching, after a full garbage collection, and the
+time to sync. Each size runs in a fresh process, so one size's garbage does not count in
+the next.
 
-    .venv/bin/python bench/bench_watch_cache_memory.py [--nodes 500 1000 2000]
+The floor beside it: the same process's VmRSS before the cache opens, with the SDK and
+the adapter already imported; the difference is the cache (and the client's buffers
+still held).
+
+    .venv/bin/python bench/bench_watch_cache_memory.py --nodes 500 1000 2000
 """
 
 from __future__ import annotations
