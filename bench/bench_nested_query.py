@@ -15,12 +15,6 @@ with its default resolvers (no Strawberry, no backend).
     .venv/bin/python bench/bench_nested_query.py --rounds 7 --gc frozen-50000
     .venv/bin/python bench/bench_nested_query.py --sessions 10 --rounds 5 \
         --gc default,frozen,frozen-10000,frozen-50000,frozen-200000
-    .venv/bin/python bench/bench_nested_query.py --rounds 5 --gc frozen-50000 --reads direct,pipeline
-
-``--reads pipeline`` sends every batch through redis-py's pipeline (what Redis Cluster
-and other clients still use); ``direct`` (the default) is the adapter's one-buffer read
-path (``adapters/redis/_wire.py``). Both in one process, alternating, compare the two
-under the same load.
 
 The largest query the default limits allow (1 session x 100 models x 100 steps x 23
 ops, cost 240,101 nodes) is the same document at that shape; ``--deadline`` sets the
@@ -54,7 +48,7 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, _wire
+from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
 from openrl_inspect.core.settings import Bounds, Settings, Switches
 from openrl_inspect.simulator import SimConfig
 from support.harness import app_client, populate
@@ -71,13 +65,6 @@ query($s: Int!, $m: Int!, $st: Int!, $o: Int!) {
 """
 SDL = Path(__file__).resolve().parents[1] / "schema.graphql"
 DEFAULT_THRESHOLD = gc.get_threshold()
-DIRECT = _wire.direct
-
-
-def set_reads(name: str) -> None:
-    """``direct`` (the adapter as it ships) or ``pipeline`` (redis-py's, every batch)."""
-    assert name in ("direct", "pipeline"), name
-    _wire.direct = DIRECT if name == "direct" else (lambda client: False)
 
 
 def set_gc(name: str) -> None:
@@ -154,8 +141,7 @@ async def pair(client: httpx.AsyncClient, payload: dict[str, Any]) -> str:
 async def main(args: argparse.Namespace) -> None:
     modes = args.modes.split(",")
     gcs = args.gc.split(",")
-    reads = args.reads.split(",")
-    variants = [(m, g, r) for r in reads for g in gcs for m in modes]
+    variants = [(m, g) for g in gcs for m in modes]
     server = RedisServer().start()
     try:
         writer = aioredis.Redis.from_url(server.url, decode_responses=True)
@@ -179,7 +165,7 @@ async def main(args: argparse.Namespace) -> None:
         variables = {"s": args.sessions, "m": args.models, "st": args.steps, "o": args.ops}
         payload = {"query": QUERY, "variables": variables}
         plain = graphql.build_schema(SDL.read_text(encoding="utf-8"))
-        latencies: dict[tuple[str, str, str], list[float]] = {v: [] for v in variants}
+        latencies: dict[tuple[str, str], list[float]] = {v: [] for v in variants}
         trips: dict[str, set[int]] = {m: set() for m in modes}
         ser: list[float] = []
         dicts: list[float] = []
@@ -199,16 +185,14 @@ async def main(args: argparse.Namespace) -> None:
             body = orjson.loads(reference)
             for r in range(args.rounds):
                 order = variants if r % 2 == 0 else variants[::-1]
-                for mode, gc_name, read in order:
+                for mode, gc_name in order:
                     set_gc(gc_name)
-                    set_reads(read)
                     before = store.trips.count
                     elapsed, content = await timed(by_mode[mode], payload)
                     trips[mode].add(store.trips.count - before)
                     assert content == reference
-                    latencies[(mode, gc_name, read)].append(elapsed)
+                    latencies[(mode, gc_name)].append(elapsed)
                 set_gc("default")
-                set_reads("direct")
                 s, d = floors(body, plain, variables)
                 ser.append(s)
                 dicts.append(d)
@@ -234,9 +218,8 @@ async def main(args: argparse.Namespace) -> None:
         print("|---|---|---|---|")
         for variant, lat in latencies.items():
             ratios = [a / b for a, b in zip(lat, ser, strict=True)]
-            mode, gc_name, read = variant
+            mode, gc_name = variant
             name = mode if len(gcs) == 1 else f"{mode}, gc {gc_name}"
-            name = name if len(reads) == 1 else f"{name}, {read} reads"
             print(f"| {name} | {spread(lat, 1e3)} | {spread(ratios)}x | {sorted(trips[mode])} |")
         plain_ratios = [a / b for a, b in zip(dicts, ser, strict=True)]
         print(
@@ -248,22 +231,9 @@ async def main(args: argparse.Namespace) -> None:
             print(f"{paired}; peak RSS {peak_rss_mb():.0f} MB")
         if "stock" in modes and "fast" in modes:
             for gc_name in gcs:
-                for read in reads:
-                    stock, fast = (
-                        latencies[("stock", gc_name, read)],
-                        latencies[("fast", gc_name, read)],
-                    )
-                    gains = [s / f for s, f in zip(stock, fast, strict=True)]
-                    what = f"gc {gc_name}" + ("" if len(reads) == 1 else f", {read} reads")
-                    print(f"stock / fast per round ({what}): {spread(gains, 1, '.2f')}")
-        if "direct" in reads and "pipeline" in reads:
-            for mode in modes:
-                for gc_name in gcs:
-                    piped = latencies[(mode, gc_name, "pipeline")]
-                    direct = latencies[(mode, gc_name, "direct")]
-                    gains = [p / d for p, d in zip(piped, direct, strict=True)]
-                    what = f"{mode}, gc {gc_name}"
-                    print(f"pipeline / direct reads per round ({what}): {spread(gains, 1, '.2f')}")
+                stock, fast = latencies[("stock", gc_name)], latencies[("fast", gc_name)]
+                gains = [s / f for s, f in zip(stock, fast, strict=True)]
+                print(f"stock / fast per round (gc {gc_name}): {spread(gains, 1, '.2f')}")
     finally:
         server.cleanup()
 
@@ -278,7 +248,6 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="stock,fast", help="execution paths, comma-separated")
     parser.add_argument("--gc", default="default", help="gc settings, comma-separated (set_gc)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per Redis round trip")
-    parser.add_argument("--reads", default="direct", help="Redis read paths (set_reads)")
     parser.add_argument(
         "--deadline", type=float, default=30.0, help="request deadline, s (0: none)"
     )
