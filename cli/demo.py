@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from openrl_inspect.adapters.prometheus import RawQuerySettings
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, StateStore, connect
 from openrl_inspect.cli.launch import launch, listen_settings
 from openrl_inspect.core import settings
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.settings import Settings
 from openrl_inspect.recorder import AsyncRecorder
 from openrl_inspect.resolvers.context import Backends
@@ -162,6 +164,7 @@ def for_demo(redis_url: str | None) -> Identity:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -> int:
     listen = listen_settings(args, env)
+    _check_exposure(args, env, listen.host)
     metrics = settings.load(MetricsSettings, "OPENRL_INSPECT_METRICS_", env)
     demo = settings.load(
         DemoSettings, "OPENRL_INSPECT_DEMO_", env, {"redis_url": args.redis_url, "seed": args.seed}
@@ -183,3 +186,23 @@ def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -
         return app, warnings
 
     return launch(args, env, listen, build)
+
+
+def _check_exposure(args: argparse.Namespace, env: Mapping[str, str], host: str) -> None:
+    """The demo has no authentication: off loopback it needs the same explicit consent as
+    ``serve`` without authentication, and says so loudly when given."""
+    if auth.is_loopback(host):
+        return
+    if not auth.load_settings(args, env).allow_unauthenticated_non_loopback:
+        raise SettingsError(
+            f"refusing to serve the demo on {host!r}, which is not a loopback address: the "
+            "demo has no authentication, so anyone who reaches it sees everything. Listen "
+            "on 127.0.0.1, or pass --allow-unauthenticated-non-loopback "
+            "(OPENRL_INSPECT_AUTH_ALLOW_UNAUTHENTICATED_NON_LOOPBACK=true) to serve it there."
+        )
+    print(
+        f"WARNING: the demo serves {host!r} without authentication: anyone who reaches "
+        "this address sees everything it shows.",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -72,6 +72,7 @@ def launch(
         "OPENRL_INSPECT_HTTP_",
         env,
         {"max_body_bytes": args.max_body_bytes, "cors_origins": cors},
+        {"cors_origins": "--cors-origin"},
     )
     health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
     gc_settings = settings.load(server.GcSettings, "OPENRL_INSPECT_GC_", env)

@@ -94,6 +94,13 @@ def parser() -> argparse.ArgumentParser:
         help="open the dashboard in a browser (env OPENRL_INSPECT_OPEN_BROWSER; default: "
         "only when a graphical browser is usable: not in CI, over SSH or without a display)",
     )
+    demo.add_argument(
+        "--allow-unauthenticated-non-loopback",
+        action="store_true",
+        default=None,
+        help="serve the demo on a non-loopback address: it has no authentication, so "
+        "anyone who reaches it sees everything",
+    )
 
     _track_command(sub)
 
@@ -158,14 +165,29 @@ def _track_command(sub: Any) -> None:
     track.add_argument("--lease-namespace", help="the Lease's namespace (default openrl-inspect)")
 
 
+#: The shell's statuses for a process ended by SIGINT (Ctrl+C) and by SIGPIPE.
+INTERRUPTED = 130
+BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     args = parser().parse_args(argv)
     env = os.environ if environ is None else environ
     try:
-        return _dispatch(args, env)
+        status = _dispatch(args, env)
+        sys.stdout.flush()  # inside the try: a reader that left is a broken pipe here
+        return status
     except SettingsError as exc:
         print(f"openrl-inspect: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl+C: the server has shut down (uvicorn re-raises the signal after it).
+        return INTERRUPTED
+    except BrokenPipeError:
+        # ``summary | head -1``: the reader has gone; stdout is pointed at /dev/null so
+        # that the interpreter's own flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
 
 
 def inspector_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
@@ -177,6 +199,7 @@ def inspector_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Sett
             "introspection": getattr(args, "introspection", None),
             "registered_only": getattr(args, "registered_only", None),
         },
+        {"request_deadline_s": "--request-deadline"},
     )
 
 

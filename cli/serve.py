@@ -127,6 +127,15 @@ def for_serve(config: BackendSettings, env: Mapping[str, str]) -> Identity:
     return Identity("serve", tuple(backends))
 
 
+#: The command line's names for the Redis settings it takes.
+REDIS_FLAGS = {
+    "url": "--redis-url",
+    "cluster": "--redis-cluster",
+    "timeout_s": "--redis-timeout",
+    "max_connections": "--redis-max-connections",
+}
+
+
 def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> BackendSettings:
     """Redis always; each other backend when its flag or environment names it."""
     redis = settings.load(
@@ -139,14 +148,15 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
             "timeout_s": args.redis_timeout,
             "max_connections": args.redis_max_connections,
         },
+        REDIS_FLAGS,
     )
     kube_flags = {
         "in_cluster": args.in_cluster,
         "kubeconfig": args.kubeconfig,
         "context": args.kube_context,
     }
-    kube = kubernetes.load_settings(env, kube_flags)
-    prom = prometheus.load_settings(env, {"url": args.prometheus_url})
+    kube = kubernetes.load_settings(env, kube_flags, {"context": "--kube-context"})
+    prom = prometheus.load_settings(env, {"url": args.prometheus_url}, {"url": "--prometheus-url"})
     # GKE writes pod labels into log entries as ``k8s-pod/<key, dots as underscores>``:
     # unless set, the log label keys follow the Kubernetes label settings.
     log_labels = {
@@ -157,7 +167,7 @@ def backend_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Backen
     for name in ("model_label_key", "role_label_key"):
         if f"OPENRL_INSPECT_CLOUD_LOGGING_{name.upper()}" in env:
             del log_labels[name]
-    logs = cloud_logging.load_settings(env, log_labels)
+    logs = cloud_logging.load_settings(env, log_labels, {"project": "--logging-project"})
     pod_logs = kubernetes.load_pod_log_settings(env)
     named = set(env)
     return BackendSettings(

@@ -24,7 +24,7 @@ from openrl_inspect.cli.serve import BackendSettings, backend_settings, real_bac
 from openrl_inspect.cli.table import render
 from openrl_inspect.core.errors import SettingsError, error
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
-from openrl_inspect.core.settings import Settings, load
+from openrl_inspect.core.settings import Settings, check_url, load
 from openrl_inspect.execution import Request, Runner, build_schema
 
 TIMEOUT_S = 30.0
@@ -38,12 +38,15 @@ class ClientSettings:
     token: str | None = None
     token_file: str | None = None
 
+    def __post_init__(self) -> None:
+        check_url("url", self.url, ("http", "https"))
+
     def bearer(self) -> str | None:
         if self.token_file:
             try:
                 return Path(self.token_file).read_text(encoding="utf-8").strip() or None
             except OSError as exc:
-                raise SettingsError(f"token file: {exc.strerror}") from None
+                raise SettingsError(f"token file {self.token_file!r}: {exc.strerror}") from None
         return self.token or None
 
     def __repr__(self) -> str:  # never the token

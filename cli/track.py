@@ -30,6 +30,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "OPENRL_INSPECT_REDIS_",
         env,
         {"url": args.redis_url, "cluster": args.redis_cluster},
+        {"url": "--redis-url", "cluster": "--redis-cluster"},
     )
     for warning in auth.redis_secrets(redis, args.redis_url):
         logging.getLogger("openrl_inspect.auth").warning(warning)

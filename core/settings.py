@@ -13,11 +13,13 @@ this loader reads only the mapping it is given, and is the sixty lines below.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from openrl_inspect.core.errors import SettingsError
 
@@ -51,27 +53,72 @@ def _coerce(name: str, raw: str, annotation: Any) -> Any:
     return raw
 
 
+class InvalidSetting(SettingsError):
+    """A settings class refusing one field's value (from its ``__post_init__``); ``load``
+    names the variable or flag the value came from."""
+
+    def __init__(self, name: str, accepts: str, value: object) -> None:
+        super().__init__(f"{name}: expected {accepts}, got {value!r}")
+        self.name = name
+        self.accepts = accepts
+        self.value = value
+
+
+def check_url(name: str, value: str | None, schemes: tuple[str, ...]) -> None:
+    """Refuse a URL that does not parse or is not of one of ``schemes``."""
+    if value is None:
+        return
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  # parsing the port is what refuses a bad one
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in schemes or not (parts.netloc or parts.path):
+        accepts = "a URL starting " + " or ".join(f"{s}://" for s in schemes)
+        raise InvalidSetting(name, accepts, value)
+
+
 def load(
     cls: type[T],
     prefix: str,
     environ: Mapping[str, str],
     overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> T:
     """Build ``cls`` from defaults, then ``PREFIX_FIELD`` variables, then ``overrides``.
 
-    ``overrides`` holds command-line values; a ``None`` there means "not given".
+    ``overrides`` holds command-line values (a ``None`` there means "not given"), which
+    win: a variable they override is not even read. Every number must be finite and not
+    negative (each is a count, a size or seconds). A refused value is one
+    ``SettingsError`` naming its variable, or its flag from ``flags`` (field -> flag).
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for each in dataclasses.fields(cls):
         env_name = f"{prefix}{each.name.upper()}"
-        if env_name in environ:
+        given = overrides.get(each.name) if overrides is not None else None
+        if given is not None:
+            values[each.name] = given
+            sources[each.name] = (flags or {}).get(each.name, f"--{each.name.replace('_', '-')}")
+        elif env_name in environ:
             values[each.name] = _coerce(env_name, environ[env_name], hints[each.name])
-        if overrides is not None and overrides.get(each.name) is not None:
-            values[each.name] = overrides[each.name]
-    return cls(**values)
+            sources[each.name] = env_name
+        _check_number(sources.get(each.name, env_name), values.get(each.name))
+    try:
+        return cls(**values)
+    except InvalidSetting as exc:
+        source = sources.get(exc.name, f"{prefix}{exc.name.upper()}")
+        raise SettingsError(f"{source}: expected {exc.accepts}, got {exc.value!r}") from None
+
+
+def _check_number(source: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if not math.isfinite(value) or value < 0:
+        raise SettingsError(f"{source}: expected a number of at least 0, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -155,13 +202,17 @@ class Settings:
 
     @classmethod
     def from_environment(
-        cls, environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+        cls,
+        environ: Mapping[str, str],
+        overrides: Mapping[str, Any] | None = None,
+        flags: Mapping[str, str] | None = None,
     ) -> Settings:
-        """Each concern from its variables; ``overrides`` (the command line) by field name."""
+        """Each concern from its variables; ``overrides`` (the command line) by field
+        name, ``flags`` the command line's names for them."""
         given = overrides or {}
         return cls(
-            bounds=load(Bounds, "OPENRL_INSPECT_LIMITS_", environ, given),
-            thresholds=load(Thresholds, "OPENRL_INSPECT_JUDGEMENT_", environ, given),
-            switches=load(Switches, "OPENRL_INSPECT_", environ, given),
-            secrets=load(Secrets, "OPENRL_INSPECT_", environ, given),
+            bounds=load(Bounds, "OPENRL_INSPECT_LIMITS_", environ, given, flags),
+            thresholds=load(Thresholds, "OPENRL_INSPECT_JUDGEMENT_", environ, given, flags),
+            switches=load(Switches, "OPENRL_INSPECT_", environ, given, flags),
+            secrets=load(Secrets, "OPENRL_INSPECT_", environ, given, flags),
         )

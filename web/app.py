@@ -82,7 +82,7 @@ async def readyz(request: Request) -> Response:
 
 
 def _brief(check: dict[str, object]) -> dict[str, object]:
-    return {k: check[k] for k in ("name", "ok", "code") if k in check}
+    return {k: check[k] for k in ("name", "ok", "code", "reason") if k in check}
 
 
 async def graphiql(request: Request) -> Response:

@@ -36,8 +36,12 @@ async def check(name: str, probe: Callable[[], Awaitable[Any]], timeout_s: float
         async with asyncio.timeout(timeout_s):
             await probe()
     except (BackendError, TimeoutError) as exc:
-        code = exc.code if isinstance(exc, BackendError) else "BACKEND_TIMEOUT"
-        return {"name": name, "ok": False, "code": code}
+        if isinstance(exc, BackendError):
+            # The adapters' messages are safe to show: they name the backend and what
+            # went wrong (refused, timed out, credentials, protocol), never a host.
+            return {"name": name, "ok": False, "code": exc.code, "reason": exc.message}
+        reason = f"{name} did not answer within {timeout_s:g} s"
+        return {"name": name, "ok": False, "code": "BACKEND_TIMEOUT", "reason": reason}
     return {"name": name, "ok": True, "latency_ms": round((time.perf_counter() - started) * 1e3, 2)}
 
 
@@ -46,8 +50,11 @@ async def _kubernetes(backends: Backends) -> dict[str, Any]:
     try:
         async with asyncio.timeout(3.0):
             status = await backends.kubernetes.status()
-    except (BackendError, TimeoutError):
-        return {"name": "kubernetes", "ok": False, "code": "BACKEND_UNAVAILABLE"}
+    except BackendError as exc:
+        return {"name": "kubernetes", "ok": False, "code": exc.code, "reason": exc.message}
+    except TimeoutError:
+        reason = "the Kubernetes watch cache did not answer within 3 s"
+        return {"name": "kubernetes", "ok": False, "code": "BACKEND_TIMEOUT", "reason": reason}
     kinds = [
         {
             "kind": k.kind,

@@ -60,9 +60,11 @@ _BACKSTOP_GRACE_S = 2.0
 
 
 def load_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> CloudLoggingSettings:
-    return load(CloudLoggingSettings, ENV_PREFIX, environ, overrides)
+    return load(CloudLoggingSettings, ENV_PREFIX, environ, overrides, flags)
 
 
 class CloudLoggingSource:

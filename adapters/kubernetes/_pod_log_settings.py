@@ -67,9 +67,11 @@ class PodLogSettings:
 
 
 def load_pod_log_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> PodLogSettings:
-    return load(PodLogSettings, ENV_PREFIX, environ, overrides)
+    return load(PodLogSettings, ENV_PREFIX, environ, overrides, flags)
 
 
 class PodLogReader(Protocol):

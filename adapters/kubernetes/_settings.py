@@ -80,6 +80,8 @@ class KubernetesSettings:
 
 
 def load_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> KubernetesSettings:
-    return settings_module.load(KubernetesSettings, ENV_PREFIX, environ, overrides)
+    return settings_module.load(KubernetesSettings, ENV_PREFIX, environ, overrides, flags)

@@ -22,6 +22,7 @@ from openrl_inspect.adapters.logs._filter import (
     format_timestamp,
 )
 from openrl_inspect.core.errors import InvalidInput, SettingsError
+from openrl_inspect.core.settings import InvalidSetting, check_url
 
 FieldValue = str | int | float | bool | None
 
@@ -183,11 +184,10 @@ class CloudLoggingSettings:
         }
         for name, value in positive.items():
             if not value > 0:
-                raise SettingsError(f"cloud logging {name} must be positive")
-        if self.max_fields < 0:
-            raise SettingsError("cloud logging max_fields must not be negative")
+                raise InvalidSetting(name, "a positive number", value)
         if self.page_size > 1000:
-            raise SettingsError("cloud logging page_size must be at most 1000 (the API's cap)")
+            raise InvalidSetting("page_size", "at most 1000 (the API's cap)", self.page_size)
+        check_url("api_endpoint", self.api_endpoint, ("http", "https"))
         if self.anonymous and self.project is None:
             raise SettingsError("cloud logging anonymous access needs a project")
         checks = (

@@ -36,7 +36,7 @@ from openrl_inspect.adapters.prometheus._source import (
     cap_series,
 )
 from openrl_inspect.core.errors import BackendNotConfigured, InvalidInput, RawQueryDisabled
-from openrl_inspect.core.settings import load
+from openrl_inspect.core.settings import InvalidSetting, load
 
 # A clock may run a little ahead of Prometheus': evaluation times this far past "now"
 # are still accepted.
@@ -60,17 +60,19 @@ class RawQuerySettings:
         for name in ("raw_max_range_s", "raw_max_age_s", "raw_min_step_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number")
+                raise InvalidSetting(name, "a positive number", value)
         for name in ("raw_max_points", "raw_max_series", "raw_max_samples", "raw_max_query_bytes"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise InvalidSetting(name, "at least 1", getattr(self, name))
 
 
 def load_raw_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> RawQuerySettings:
     """``RawQuerySettings`` from ``OPENRL_INSPECT_PROMETHEUS_RAW_*`` and overrides."""
-    return load(RawQuerySettings, ENV_PREFIX, environ, overrides)
+    return load(RawQuerySettings, ENV_PREFIX, environ, overrides, flags)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from openrl_inspect.core.errors import InvalidInput
-from openrl_inspect.core.settings import load
+from openrl_inspect.core.settings import InvalidSetting, check_url, load
 
 BACKEND = "prometheus"
 ENV_PREFIX = "OPENRL_INSPECT_PROMETHEUS_"
@@ -46,24 +46,25 @@ class PrometheusSettings:
     min_step_s: float = 30.0
 
     def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise ValueError("prometheus url must start with http:// or https://")
+        check_url("url", self.url, ("http", "https"))
         if self.bearer_token and self.google_credentials:
-            raise ValueError("set bearer_token or google_credentials, not both")
+            raise InvalidSetting("bearer_token", "no token with google_credentials", "…")
         for name in ("query_timeout_s", "min_step_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number")
+                raise InvalidSetting(name, "a positive number", value)
         for name in ("max_series", "max_samples", "chunk_bytes", "max_response_bytes"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise InvalidSetting(name, "at least 1", getattr(self, name))
 
 
 def load_settings(
-    environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> PrometheusSettings:
     """``PrometheusSettings`` from ``OPENRL_INSPECT_PROMETHEUS_*`` and overrides."""
-    return load(PrometheusSettings, ENV_PREFIX, environ, overrides)
+    return load(PrometheusSettings, ENV_PREFIX, environ, overrides, flags)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -22,6 +23,7 @@ from openrl_inspect.core.errors import (
     BackendTimeout,
     BackendUnavailable,
 )
+from openrl_inspect.core.settings import check_url
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -53,6 +55,9 @@ class RedisSettings:
     # A password written in the URL wins over both.
     password: str | None = field(default=None, repr=False)
     password_file: str | None = None
+
+    def __post_init__(self) -> None:
+        check_url("url", self.url, ("redis", "rediss", "unix"))
 
     def secret(self) -> str | None:
         """The password from ``password`` or ``password_file`` (trailing newline dropped).
@@ -177,13 +182,29 @@ def translate(exc: BaseException) -> BackendError:
         return BackendUnavailable(BACKEND, "Redis refused the inspector's credentials")
     if isinstance(exc, rexc.NoPermissionError):
         return BackendUnavailable(BACKEND, "Redis refused a command (ACL)")
+    if _caused_by(exc, ConnectionRefusedError):
+        return BackendUnavailable(BACKEND, "Redis refused the connection")
+    if _caused_by(exc, socket.gaierror):
+        return BackendUnavailable(BACKEND, "Redis's host name does not resolve")
     if isinstance(exc, rexc.ConnectionError | ConnectionError | OSError):
         return BackendUnavailable(BACKEND, "Redis is unreachable")
     if isinstance(exc, rexc.RedisClusterException):
         return BackendUnavailable(BACKEND, "Redis Cluster is not available")
     if isinstance(exc, rexc.ResponseError):
         return BackendProtocolError(BACKEND, "Redis rejected a command")
-    return BackendProtocolError(BACKEND, "Redis gave an unexpected answer")
+    return BackendProtocolError(BACKEND, "Redis gave an answer that is not Redis's protocol")
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` is, or was raised from, a ``kind`` (redis-py wraps socket errors)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 async def run(

@@ -145,7 +145,11 @@ def test_the_demo_reuses_an_inspector_already_serving_and_leaves_it_running() ->
 
 def test_an_address_not_on_this_machine_is_one_line() -> None:
     # 192.0.2.0/24 is TEST-NET-1: never assigned to this machine.
-    done = run_cli("demo", "--host", "192.0.2.1", "--port", str(free_port()))
+    done = run_cli(
+        "demo", "--host", "192.0.2.1", "--port", str(free_port()),
+        "--allow-unauthenticated-non-loopback",
+    )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.startswith("openrl-inspect: cannot listen on 192.0.2.1:")
-    assert done.stderr.count("\n") == 1
+    warning, refusal = done.stderr.splitlines()
+    assert warning.startswith("WARNING: the demo serves '192.0.2.1' without authentication")
+    assert refusal.startswith("openrl-inspect: cannot listen on 192.0.2.1:")

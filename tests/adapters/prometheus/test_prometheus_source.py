@@ -18,6 +18,7 @@ from openrl_inspect.core.errors import (
     BackendTimeout,
     BackendUnavailable,
     InvalidInput,
+    SettingsError,
 )
 from support.ports import free_port
 from support.prometheus_server import (
@@ -80,7 +81,7 @@ def test_settings_load_from_environment() -> None:
     ],
 )
 def test_settings_refuse_nonsense(kw: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match=next(iter(kw))):
+    with pytest.raises(SettingsError, match=next(iter(kw))):
         PrometheusSettings(**kw)
 
 
