@@ -23,6 +23,8 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     ├── SettingsError                a setting, file or flag given at start-up is unusable
     └── RequestRefused               the request itself was refused before any backend call
         ├── BadRequest               a body that is not a GraphQL request
+        ├── UnsupportedMediaType     a body in a format the endpoint does not take
+        ├── InvalidDocument          a document with no single query operation to run
         ├── BodyTooLarge             a body past the size limit
         ├── RequestTimeout           a body that arrived too slowly
         ├── QueryTooCostly           a query that could return too many nodes
@@ -66,6 +68,9 @@ class Code:
 # size: the one table of codes, a row each
 _TABLE = (
     # The request itself, refused before GraphQL runs anything.
+    Code("UNSUPPORTED_MEDIA_TYPE", 415, transport=True),
+    # Not a well-formed GraphQL request (not JSON, a parameter of the wrong type, no
+    # query): a 400 whatever the media type, as graphql-http's audits ask.
     Code("BAD_REQUEST", 400, transport=True),
     Code("BODY_TOO_LARGE", 413, transport=True),
     Code("REQUEST_TIMEOUT", 408, transport=True),
@@ -75,7 +80,8 @@ _TABLE = (
     Code("PERSISTED_QUERY_NOT_IN_LIST", 403, transport=True),
     # Apollo's clients read this code from a 200 and retry with the text.
     Code("PERSISTED_QUERY_NOT_FOUND", 200, transport=True),
-    # The document: it does not parse, validate, or fit the limits.
+    # The document: it does not parse, validate, or fit the limits (a request error:
+    # a 200 as application/json, a 400 as application/graphql-response+json).
     Code("GRAPHQL_PARSE_FAILED", 400),
     Code("GRAPHQL_VALIDATION_FAILED", 400),
     Code("QUERY_TOO_COSTLY", 400),
@@ -279,7 +285,23 @@ class RequestRefused(InspectorError):
 
 
 class BadRequest(RequestRefused):
+    """A GraphQL request whose body or parameters cannot be used (no query, a query that is
+    not a string, JSON that does not parse...)."""
+
     code = "BAD_REQUEST"
+
+
+class InvalidDocument(RequestRefused):
+    """A document that parses but cannot run here: no single operation to run, or not a
+    query (this API never writes)."""
+
+    code = "GRAPHQL_VALIDATION_FAILED"
+
+
+class UnsupportedMediaType(RequestRefused):
+    """A POST body in a format the endpoint does not take (it takes JSON)."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
 
 
 class BodyTooLarge(RequestRefused):

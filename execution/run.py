@@ -42,6 +42,7 @@ from openrl_inspect.core.errors import (
     BadRequest,
     DeadlineExceeded,
     InspectorError,
+    InvalidDocument,
     QueryTooCostly,
     RequestRefused,
     error,
@@ -149,9 +150,9 @@ class Runner:
             text, document = self._document(request)
             operation = get_operation_ast(document, request.operation_name)
             if operation is None:
-                raise BadRequest("The document has no single query operation to run.")
+                raise InvalidDocument("The document has no single operation to run.")
             if operation.operation != OperationType.QUERY:
-                raise BadRequest("Only queries run here: this API never writes.")
+                raise InvalidDocument("Only queries run here: this API never writes.")
             expensive = self._admit(document, request, max_nodes)
         except RequestRefused as exc:
             return Answer.refused(exc)

@@ -21,6 +21,7 @@ from openrl_inspect.core.errors import (
     BadRequest,
     ClientDisconnected,
     InspectorError,
+    UnsupportedMediaType,
     code_of,
     status_of,
 )
@@ -125,14 +126,7 @@ class GraphQLEndpoint:
                 page = (STATIC / "graphiql.html").read_text(encoding="utf-8")
                 await HTMLResponse(page)(scope, receive, send)
                 return
-            parsed = await self._parse(request)
-            if isinstance(record, RequestRecord):
-                record.operation = record.operation or operation_of(
-                    {"operationName": parsed.operation_name, "query": parsed.query}
-                )
-            principal = scope.get(SCOPE_KEY, NOBODY)
-            running = self.runner.run(parsed, request.app.state.backends, principal)
-            answer = await unless_disconnected(receive, running)
+            answer = await self._answer(request, record)
         except ClientDisconnected:
             # Nobody to answer: the execution was cancelled (or is left to the other
             # requests sharing it); the log line says why there was no response.
@@ -140,6 +134,7 @@ class GraphQLEndpoint:
                 record.codes.append(CLIENT_DISCONNECTED)
             return
         except InspectorError as exc:
+            # The HTTP request itself is refused (not JSON): its status whatever the type.
             if isinstance(record, RequestRecord):
                 record.codes.append(exc.code)
             await refused(exc)(scope, receive, send)
@@ -147,6 +142,16 @@ class GraphQLEndpoint:
         if isinstance(record, RequestRecord):
             record.codes.extend(answer.codes)
         await respond(answer, media)(scope, receive, send)
+
+    async def _answer(self, request: HttpRequest, record: object) -> Answer:
+        parsed = await self._parse(request)
+        if isinstance(record, RequestRecord):
+            record.operation = operation_of(
+                {"operationName": parsed.operation_name, "query": parsed.query}
+            )
+        principal = request.scope.get(SCOPE_KEY, NOBODY)
+        running = self.runner.run(parsed, request.app.state.backends, principal)
+        return await unless_disconnected(request.receive, running)
 
     def _wants_ide(self, request: HttpRequest) -> bool:
         # A GET naming a persisted query has no ``query`` but is no browser asking for
@@ -163,9 +168,6 @@ class GraphQLEndpoint:
     async def _parse(self, request: HttpRequest) -> Request:
         if request.method == "GET":
             return from_query_string(request, self.max_json_depth)
-        if request.method != "POST":
-            raise BadRequest("Use GET or POST.")
         if "json" not in request.headers.get("content-type", ""):
-            raise BadRequest("A POST body must be JSON (content-type: application/json).")
-        # The guard checked the body's shape already; this decodes what it let through.
+            raise UnsupportedMediaType("A POST body must be JSON (content-type: application/json).")
         return _request(graphql_request(await request.body(), self.max_json_depth))

@@ -7,8 +7,6 @@
 - reads a request body while it streams, refusing it once it passes
   ``HttpSettings.max_body_bytes`` (413) or takes longer than ``body_timeout_s`` (408),
   so an oversized or slow body never sits whole in memory;
-- checks a POST body is a GraphQL request (``request_body``) and refuses it with a 400
-  otherwise, before GraphQL parses anything;
 - writes one JSON line per request (``openrl_inspect.request``): id, method, path,
   status, duration, operation name, error codes, and the principal (or why none was
   admitted) that the authentication middleware sets.
@@ -28,7 +26,6 @@ from dataclasses import dataclass
 from openrl_inspect.core.errors import BodyTooLarge, RequestRefused, RequestTimeout
 from openrl_inspect.core.responses import refused
 from openrl_inspect.telemetry.records import RECORD, RequestRecord, unanswered
-from openrl_inspect.web.body import graphql_request, operation_of
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -107,8 +104,6 @@ class RequestGuard:
             return
         try:
             body = await self._read(headers, receive)
-            if "json" in headers.get("content-type", ""):
-                record.operation = operation_of(graphql_request(body, self.settings.max_json_depth))
         except RequestRefused as exc:
             record.codes.append(exc.code)
             # The rest of an unread body is not worth reading: close the connection.

@@ -46,6 +46,7 @@ def store() -> CountingStore:
     return CountingStore(RedisStateStore.in_memory(fakeredis.FakeServer()))
 
 
+GRAPHQL_RESPONSE = "application/graphql-response+json"
 MALFORMED = [
     b"\xff\xfe\x00",  # not UTF-8
     '{"query": "{ sessions { totalCount } }", "x": "é"}'.encode("latin-1"),
@@ -75,15 +76,23 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("body", MALFORMED)
-async def test_every_malformed_body_gets_a_coded_json_400(
+async def test_every_malformed_body_gets_a_coded_request_error(
     store: CountingStore, body: bytes
 ) -> None:
+    # Not a well-formed GraphQL request: a 400 whatever the media type, and no data.
     async with client_for(store) as client:
-        resp = await client.post(
+        legacy = await client.post(
             GRAPHQL, content=body, headers={"content-type": "application/json"}
         )
-    assert resp.status_code == 400, resp.text
-    assert resp.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+        strict = await client.post(
+            GRAPHQL,
+            content=body,
+            headers={"content-type": "application/json", "accept": GRAPHQL_RESPONSE},
+        )
+    assert legacy.status_code == strict.status_code == 400, legacy.text
+    for resp in (legacy, strict):
+        assert "data" not in resp.json()
+        assert resp.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
     assert store.calls == 0
 
 
@@ -95,19 +104,20 @@ async def test_every_malformed_body_gets_a_coded_json_400(
         {"query": "{ sessions { totalCount } }", "variables": "%ff"},
     ],
 )
-async def test_malformed_get_parameters_get_a_coded_json_400(
+async def test_malformed_get_parameters_get_a_coded_request_error(
     store: CountingStore, params: dict[str, str]
 ) -> None:
     async with client_for(store) as client:
-        resp = await client.get(GRAPHQL, params=params)
+        resp = await client.get(GRAPHQL, params=params, headers={"accept": GRAPHQL_RESPONSE})
     assert resp.status_code == 400
     assert resp.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
 
 
-async def test_an_unsupported_content_type_is_a_json_400(store: CountingStore) -> None:
+async def test_an_unsupported_content_type_is_a_json_415(store: CountingStore) -> None:
     async with client_for(store) as client:
         resp = await client.post(GRAPHQL, content=b"{}", headers={"content-type": "text/plain"})
-    assert resp.status_code == 400 and resp.json()["errors"][0]["extensions"]["code"]
+    assert resp.status_code == 415
+    assert resp.json()["errors"][0]["extensions"]["code"] == "UNSUPPORTED_MEDIA_TYPE"
 
 
 async def test_a_large_body_is_refused_while_it_streams(store: CountingStore) -> None:
@@ -185,7 +195,14 @@ async def test_each_request_logs_one_json_line_with_id_operation_duration_and_co
             headers={"x-request-id": "abc-123"},
         )
         bad = await client.post(GRAPHQL, json={"query": '{ model(id: "nope") { id } }'})
-        await client.post(GRAPHQL, content=b"null", headers={"content-type": "application/json"})
+        await client.post(
+            GRAPHQL,
+            content=b"null",
+            headers={
+                "content-type": "application/json",
+                "accept": "application/graphql-response+json",
+            },
+        )
     assert ok.headers["x-request-id"] == "abc-123"
     assert len(bad.headers["x-request-id"]) == 32
     lines = _lines(caplog, "openrl_inspect.request")
