@@ -25,6 +25,7 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
         ├── BadRequest               a body that is not a GraphQL request
         ├── UnsupportedMediaType     a body in a format the endpoint does not take
         ├── InvalidDocument          a document with no single query operation to run
+        ├── MethodNotAllowed         a method the path does not answer
         ├── BodyTooLarge             a body past the size limit
         ├── RequestTimeout           a body that arrived too slowly
         ├── QueryTooCostly           a query that could return too many nodes
@@ -69,6 +70,7 @@ class Code:
 _TABLE = (
     # The request itself, refused before GraphQL runs anything.
     Code("UNSUPPORTED_MEDIA_TYPE", 415, transport=True),
+    Code("METHOD_NOT_ALLOWED", 405, transport=True),
     # Not a well-formed GraphQL request (not JSON, a parameter of the wrong type, no
     # query): a 400 whatever the media type, as graphql-http's audits ask.
     Code("BAD_REQUEST", 400, transport=True),
@@ -289,6 +291,12 @@ class BadRequest(RequestRefused):
     not a string, JSON that does not parse...)."""
 
     code = "BAD_REQUEST"
+
+
+class MethodNotAllowed(RequestRefused):
+    """A path that exists, asked with a method it does not answer (``Allow`` says which)."""
+
+    code = "METHOD_NOT_ALLOWED"
 
 
 class InvalidDocument(RequestRefused):

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 # by their first segment: ``models/{id}/summary`` is ``models``, never an id).
 _ROUTES = (
     "graphql", "graphiql", "healthz", "readyz", "metrics", "ui", "static",
-    "inventory", "models", "sessions", "attention", "logs", "activity", "query",
+    "inventory", "models", "sessions", "nodes", "gpus", "attention", "logs", "query",
     "mcp", "openapi.json",
 )  # fmt: skip
 

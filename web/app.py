@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from openrl_inspect.agents.entries import Agents
 from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
 from openrl_inspect.core.cursor import Sealer
-from openrl_inspect.core.errors import NotFound
+from openrl_inspect.core.errors import BadRequest, MethodNotAllowed, NotFound, body
 from openrl_inspect.core.principal import SCOPE_KEY, Principal
 from openrl_inspect.core.responses import refused
 from openrl_inspect.core.settings import Settings
@@ -37,6 +37,7 @@ from openrl_inspect.web.guard import HttpSettings, RequestGuard
 from openrl_inspect.web.health import HealthLog, HealthSettings, probe_all, watch
 from openrl_inspect.web.identity import Identity
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
@@ -100,6 +101,19 @@ async def ui_slash(request: Request) -> Response:
 
 async def not_found(request: Request) -> Response:
     return refused(NotFound("page", request.url.path))
+
+
+async def http_refusal(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method the route does not answer) in the
+    API's JSON error shape, never its plain text."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        return refused(NotFound("page", request.url.path), headers)
+    if exc.status_code == 405:
+        return refused(MethodNotAllowed(f"{request.method} is not answered here."), headers)
+    refusal = BadRequest(str(exc.detail))
+    return JSONResponse(body(refusal), status_code=exc.status_code, headers=headers)
 
 
 def _middleware(
@@ -218,6 +232,7 @@ def create_app(
             *agents.routes(PREFIX),
         ],
         middleware=_middleware(http, authenticator, metrics),
+        exception_handlers={HTTPException: http_refusal},
         lifespan=lifespan,
     )
     app.state.identity = identity

@@ -21,6 +21,7 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.core.principal import Principal
 from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.resolvers.context import Backends
+from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from pydantic import Field
 
 #: Who calls, and over which backends: the HTTP endpoint reads them off the request,
@@ -93,7 +94,7 @@ class Tools:
     async def attention(
         self,
         ctx: Context,
-        first: Annotated[int, Field(ge=1, le=50, description="Models to list.")] = 10,
+        first: Annotated[int, Field(ge=1, le=MAX_WORST, description="Models to list.")] = 10,
     ) -> Result:
         return compact(fitted(await self._run(ctx, "attention", {"first": first}), TOKENS))
 

@@ -7,6 +7,7 @@ and writes the OpenAPI document, so the two cannot drift.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,9 +17,14 @@ from openrl_inspect.core.errors import InvalidInput
 
 Kind = Literal["string", "integer", "number", "datetime", "enum"]
 
-# What a session, model, op or worker id may be (``state.keys``); a slash is accepted
-# on the wire but left out of the document's pattern, where it would read as a segment.
+# What a session, model, op or worker id may be in a path here: ``state.keys``'s ids
+# without the slash, which would read as a segment (an id with one is reachable through
+# GraphQL). Enforced as published in the OpenAPI document.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+# A node's name (a DNS subdomain, as Kubernetes requires) and a device UUID (NVIDIA's
+# GPU-... and MIG-..., or another driver's).
+NODE_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 MAX_TEXT = 512
 
 
@@ -35,7 +41,10 @@ class Param:
     exclusive_minimum: bool = False
     choices: tuple[str, ...] = ()
     pattern: str | None = None
-    # A filter the route applies to the page itself, not a variable of the document.
+    min_length: int | None = None
+    max_length: int | None = None
+    # Not a variable of the document as it is: a filter the route applies to the page
+    # itself, or what the route's ``prepare`` turns into variables.
     local: bool = False
 
     @property
@@ -56,9 +65,19 @@ class Param:
             return raw
         if self.kind == "datetime":
             return self._datetime(raw)
-        if len(raw) > MAX_TEXT:
+        longest = self.max_length or MAX_TEXT
+        if len(raw) > longest:
             raise InvalidInput(
-                parameter=self.name, message=f"{self.name} is longer than {MAX_TEXT} characters"
+                parameter=self.name, message=f"{self.name} is longer than {longest} characters"
+            )
+        if self.min_length is not None and len(raw) < self.min_length:
+            raise InvalidInput(
+                parameter=self.name,
+                message=f"{self.name} is shorter than {self.min_length} characters",
+            )
+        if self.pattern is not None and not re.fullmatch(self.pattern, raw):
+            raise InvalidInput(
+                parameter=self.name, message=f"{self.name} must match {self.pattern}"
             )
         return raw
 
@@ -111,7 +130,9 @@ class Param:
         else:
             out = {"type": self.kind}
         if self.kind == "string":
-            out["maxLength"] = 128 if self.pattern else MAX_TEXT
+            out["maxLength"] = self.max_length or (253 if self.pattern else MAX_TEXT)
+            if self.min_length is not None:
+                out["minLength"] = self.min_length
             if self.pattern:
                 out["pattern"] = self.pattern
         if self.minimum is not None:

@@ -8,34 +8,55 @@ page is (``next``: the same URL with ``after`` set), or null at the end.
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from openrl_inspect.agents import narrow
-from openrl_inspect.agents.rest.params import ID_PATTERN, Param, parse_all
+from openrl_inspect.agents.rest.params import (
+    ID_PATTERN,
+    NODE_PATTERN,
+    UUID_PATTERN,
+    Param,
+    parse_all,
+)
 from openrl_inspect.agents.rest.status import status
 from openrl_inspect.core import domain
 from openrl_inspect.core.errors import ClientDisconnected, InvalidInput, code_of
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.execution.disconnect import unless_disconnected
+from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from openrl_inspect.schema.logs.types import LogSeverity
 from openrl_inspect.telemetry.records import CLIENT_DISCONNECTED, RECORD, RequestRecord
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 WINDOW_MAX = 31 * 86400.0
+# The raw query's bounds on this route: the field's defaults (adapters.prometheus
+# RawQuerySettings: 24 h of range, 4 KiB of query, each character up to 4 bytes).
+RAW_RANGE_S = 24 * 3600.0
+RAW_QUERY_CHARS = 1024
 # The GraphQL enums' names (Strawberry names each value by its member's name).
 MODEL_STATES = tuple(s.name for s in domain.ModelState)
 SEVERITIES = tuple(s.name for s in LogSeverity)
 
 
-def _id(name: str = "id", what: str = "model") -> Param:
+def _id(name: str = "id", what: str = "model", variable: str | None = None) -> Param:
     return Param(
-        name, "string", f"The {what}'s id.", where="path", required=True, pattern=ID_PATTERN
+        name,
+        "string",
+        f"The {what}'s id.",
+        variable=variable,
+        where="path",
+        required=True,
+        pattern=ID_PATTERN,
     )
 
 
@@ -46,14 +67,6 @@ def _first(default: int, maximum: int = 100, name: str = "first", what: str = "i
 
 
 AFTER = Param("after", "string", "The cursor to go on from: the last answer's `next` holds it.")
-WINDOW = Param(
-    "window",
-    "number",
-    "Seconds before now (at most 31 days).",
-    minimum=0,
-    exclusive_minimum=True,
-    maximum=WINDOW_MAX,
-)
 
 
 @dataclass(frozen=True)
@@ -69,21 +82,31 @@ class RouteSpec:
     choose: Callable[[dict[str, Any]], tuple[str, str]] | None = None
     # Filters of the page (``Param.local``): applied to the answer, in place.
     narrow: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+    # The document's variables from the route's (``Param.local`` ones included).
+    prepare: Callable[[dict[str, Any], dict[str, Any], float], None] | None = None
 
     @property
     def name(self) -> str:
         return self.documents[0]
 
 
-def _activity(variables: dict[str, Any]) -> tuple[str, str]:
-    given = [k for k in ("model", "node", "gpu") if k in variables]
-    if len(given) != 1:
-        raise InvalidInput(parameter="model", message="give exactly one of model, node or gpu")
-    return {
-        "model": ("activity_model", "model"),
-        "node": ("activity_node", "node"),
-        "gpu": ("activity_gpu", "gpu"),
-    }[given[0]]
+def _window(default: float) -> Param:
+    return Param(
+        "window",
+        "number",
+        f"Seconds before now (default {default:g}, at most 31 days).",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=WINDOW_MAX,
+    )
+
+
+def _raw_range(variables: dict[str, Any], local: dict[str, Any], now: float) -> None:
+    """``window`` as the field's range: the last ``window`` seconds, ending now."""
+    window = local.get("window")
+    if window is not None:
+        variables["start"] = datetime.fromtimestamp(now - window, UTC).isoformat()
+        variables["end"] = datetime.fromtimestamp(now, UTC).isoformat()
 
 
 def _inventory(data: dict[str, Any], filters: dict[str, Any]) -> None:
@@ -156,7 +179,13 @@ SPECS: tuple[RouteSpec, ...] = (
         "session",
         (
             _id(what="session"),
-            Param("worst", "integer", "Worst models to list (default 5).", minimum=1, maximum=20),
+            Param(
+                "worst",
+                "integer",
+                "Worst models to list (default 5).",
+                minimum=1,
+                maximum=MAX_WORST,
+            ),
         ),
     ),
     RouteSpec(
@@ -166,7 +195,7 @@ SPECS: tuple[RouteSpec, ...] = (
         ("attention",),
         "attention",
         (
-            Param("first", "integer", "Models to list (default 10).", minimum=1, maximum=100),
+            Param("first", "integer", "Models to list (default 10).", minimum=1, maximum=MAX_WORST),
             Param(
                 "scan",
                 "integer",
@@ -195,42 +224,81 @@ SPECS: tuple[RouteSpec, ...] = (
         page=("model", "logs"),
     ),
     RouteSpec(
-        "/activity",
-        "GPU duty: of a model's GPUs, a node's, or one GPU",
-        "Exactly one of `model`, `node` or `gpu`: per-GPU DCGM duty (0..1) over `window` "
-        "seconds, and who holds each GPU.",
-        ("activity_model", "activity_node", "activity_gpu"),
+        "/models/{id}/activity",
+        "GPU duty of the GPUs a model held",
+        "Per-GPU DCGM duty (0..1) over `window` seconds of every GPU the model held, and "
+        "who holds each now.",
+        ("activity_model",),
         "model",
+        (_id(variable="model"), _window(3600)),
+    ),
+    RouteSpec(
+        "/nodes/{name}/activity",
+        "GPU duty of a node's GPUs",
+        "Per-GPU DCGM duty (0..1) over `window` seconds of the node's GPUs, whether each is "
+        "held, and by whom.",
+        ("activity_node",),
+        "node",
         (
-            Param("model", "string", "A model's id: the GPUs it held.", pattern=ID_PATTERN),
-            Param("node", "string", "A node's name: its GPUs."),
-            Param("gpu", "string", "A GPU's device UUID."),
-            WINDOW,
+            Param(
+                "name",
+                "string",
+                "The node's name.",
+                variable="node",
+                where="path",
+                required=True,
+                pattern=NODE_PATTERN,
+            ),
+            _window(600),
         ),
-        choose=_activity,
+    ),
+    RouteSpec(
+        "/gpus/{uuid}/activity",
+        "GPU duty of one GPU",
+        "One GPU's DCGM duty (0..1) over `window` seconds, its node, and who holds it.",
+        ("activity_gpu",),
+        "gpu",
+        (
+            Param(
+                "uuid",
+                "string",
+                "The GPU's device UUID (GPU-... or MIG-...).",
+                variable="gpu",
+                where="path",
+                required=True,
+                pattern=UUID_PATTERN,
+            ),
+            _window(600),
+        ),
     ),
     RouteSpec(
         "/query",
         "Raw PromQL (operators; off by default)",
-        "An instant query at `time` (default now), or a range `start`..`end` by `step`; capped "
-        "in range, series and samples. Answers 403 RAW_QUERY_DISABLED unless "
-        "OPENRL_INSPECT_PROMETHEUS_RAW_QUERY is true, and 403 FORBIDDEN to a viewer.",
+        "An instant query now, or with `window` a range query over the last `window` "
+        "seconds, its step the smallest within the caps; capped in range, series and "
+        "samples. Answers 403 RAW_QUERY_DISABLED unless OPENRL_INSPECT_PROMETHEUS_RAW_QUERY "
+        "is true, and 403 FORBIDDEN to a viewer.",
         ("prometheus_query",),
         "prometheusQuery",
         (
-            Param("query", "string", "The PromQL expression.", required=True),
-            Param("time", "datetime", "Instant queries: evaluate at."),
-            Param("start", "datetime", "Range start."),
-            Param("end", "datetime", "Range end."),
             Param(
-                "step",
+                "query",
+                "string",
+                "The PromQL expression.",
+                required=True,
+                min_length=1,
+                max_length=RAW_QUERY_CHARS,
+            ),
+            Param(
+                "window",
                 "number",
-                "Range step, seconds.",
-                minimum=0,
-                exclusive_minimum=True,
-                maximum=86400,
+                f"A range query over this many seconds before now (1 to {RAW_RANGE_S:g}).",
+                minimum=1,
+                maximum=RAW_RANGE_S,
+                local=True,
             ),
         ),
+        prepare=_raw_range,
     ),
 )
 
@@ -273,6 +341,8 @@ def handler(runner: Runner, spec: RouteSpec) -> Callable[[HttpRequest], Any]:
             return _json(refused.body(), exc.status)
         local = {p.var for p in spec.params if p.local}
         filters = {k: variables.pop(k) for k in local if k in variables}
+        if spec.prepare is not None:
+            spec.prepare(variables, filters, time.time())
         principal = request.scope.get(SCOPE_KEY, NOBODY)
         document = Request(runner.documents[name].text, variables)
         running = runner.run(document, request.app.state.backends, principal)
@@ -298,9 +368,26 @@ def handler(runner: Runner, spec: RouteSpec) -> Callable[[HttpRequest], Any]:
     return endpoint
 
 
+class _AnyText(Convertor[str]):
+    """A path parameter that takes any text, slashes and newlines included, so that an id
+    the route cannot use is refused by its pattern (BAD_INPUT), not left unrouted (404)."""
+
+    regex = r"[\s\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anytext", _AnyText())
+
+
 def _starlette_path(path: str) -> str:
-    # Ids may hold a slash (``state.keys``): the id parameter takes the rest of the path.
-    return path.replace("{id}", "{id:path}")
+    # A path parameter takes any text (``_AnyText``); its pattern then refuses what it
+    # cannot use.
+    return re.sub(r"\{(\w+)\}", r"{\1:anytext}", path)
 
 
 def routes(runner: Runner, prefix: str) -> list[Route]:

@@ -25,6 +25,8 @@ from openrl_inspect.state.records import ModelRecord
 FINE = frozenset({Verdict.PROGRESSING, Verdict.ENDED})
 # The states a search for models in need looks at; failed ones only while recent.
 SEARCHED_STATES = (ModelState.ACTIVE, ModelState.PLACED, ModelState.WAITING, ModelState.FAILED)
+# The most models a session's worst list and the attention list hold: the GraphQL
+# arguments, the REST routes' and the MCP tools' bounds all read it.
 MAX_WORST = 20
 RECENT_FAILURE_S = 86_400.0  # a failed model needs a person for a day, then it is history
 ROLLUP_STEPS = 10  # the recent steps each model of a rollup is judged over

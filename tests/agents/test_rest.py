@@ -58,9 +58,9 @@ async def test_every_route_answers_real_ids_as_documented(client: httpx.AsyncCli
         ("/sessions/{id}/summary", f"/sessions/{s}/summary?worst=2"),
         ("/attention", "/attention?first=5"),
         ("/logs", f"/logs?model={m}&first=5&severity=INFO"),
-        ("/activity", f"/activity?model={m}&window=1800"),
-        ("/activity", f"/activity?node={known['node']}"),
-        ("/activity", f"/activity?gpu={known['gpu']}"),
+        ("/models/{id}/activity", f"/models/{m}/activity?window=1800"),
+        ("/nodes/{name}/activity", f"/nodes/{known['node']}/activity"),
+        ("/gpus/{uuid}/activity", f"/gpus/{known['gpu']}/activity"),
     ]
     for path, url in asked:
         resp = await client.get(PREFIX + url)
@@ -99,7 +99,8 @@ async def test_errors_keep_their_codes_as_statuses(client: httpx.AsyncClient) ->
         ("/models/no-such-model", 404, "NOT_FOUND"),
         ("/models/no-such-model/summary", 404, "NOT_FOUND"),
         ("/sessions/no-such-session/summary", 404, "NOT_FOUND"),
-        ("/activity?node=no-such-node", 404, "NOT_FOUND"),
+        ("/nodes/no-such-node/activity", 404, "NOT_FOUND"),
+        ("/no-such-route", 404, "NOT_FOUND"),
         ("/inventory?first=0", 400, "BAD_INPUT"),
         ("/inventory?first=abc", 400, "BAD_INPUT"),
         ("/inventory?state=OPEN", 400, "BAD_INPUT"),
@@ -109,11 +110,15 @@ async def test_errors_keep_their_codes_as_statuses(client: httpx.AsyncClient) ->
         ("/logs", 400, "BAD_INPUT"),
         ("/logs?model=x&since=yesterday", 400, "BAD_INPUT"),
         ("/logs?model=x&since=2026-01-01T00:00:00", 400, "BAD_INPUT"),
-        ("/activity", 400, "BAD_INPUT"),
-        ("/activity?model=a&node=b", 400, "BAD_INPUT"),
-        ("/activity?node=n&window=-5", 400, "BAD_INPUT"),
-        ("/activity?node=n&window=nan", 400, "BAD_INPUT"),
+        ("/nodes/n/activity?window=-5", 400, "BAD_INPUT"),
+        ("/nodes/n/activity?window=nan", 400, "BAD_INPUT"),
+        ("/nodes/Not_A_Node/activity", 400, "BAD_INPUT"),
         ("/models/bad%20id", 400, "BAD_INPUT"),
+        # A slash or a newline in an id: refused by the published pattern, not unrouted.
+        ("/models/a%2Fb/summary", 400, "BAD_INPUT"),
+        ("/models/a%0Ab", 400, "BAD_INPUT"),
+        ("/attention?first=21", 400, "BAD_INPUT"),
+        ("/query?query=", 400, "BAD_INPUT"),
     ]
     for url, status, code in cases:
         resp = await client.get(PREFIX + url)
