@@ -93,6 +93,27 @@ class Answer:
         return cls(None, [error(exc.message, exc.code, **exc.extensions())], ran=False)
 
 
+def once_per_backend(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A backend this inspector was started without is said once per answer, at the
+    first field that needed it, with how many fields it nulled (``extensions.fields``),
+    not once per item of every list."""
+    out: list[dict[str, Any]] = []
+    first: dict[object, dict[str, Any]] = {}
+    for each in errors:
+        extensions = each.get("extensions") or {}
+        if extensions.get("code") != "BACKEND_NOT_CONFIGURED":
+            out.append(each)
+            continue
+        seen = first.get(extensions.get("backend"))
+        if seen is None:
+            each = {**each, "extensions": {**extensions, "fields": 1}}
+            first[extensions.get("backend")] = each
+            out.append(each)
+        else:
+            seen["extensions"]["fields"] += 1
+    return out
+
+
 def _canonical(value: object) -> str:
     # sort_keys: the same variables in another order are the same request; JSON keeps
     # 1, 1.0 and true apart.
@@ -237,7 +258,7 @@ class Runner:
         finally:
             if expensive:
                 self.slots.release()
-        errors = [dict(e.formatted) for e in result.errors or ()]
+        errors = once_per_backend([dict(e.formatted) for e in result.errors or ()])
         # Validation errors are at no path and leave no data: the request did not run.
         ran = result.data is not None or any(e.path is not None for e in result.errors or ())
         return Answer(result.data, errors, ran=ran or not errors)

@@ -52,7 +52,12 @@ def test_the_served_document_is_the_one_checked(base: str) -> None:
     served = httpx.get(f"{base}{PREFIX}/openapi.json", timeout=10).json()
     assert served == OPENAPI
     assert served["openapi"] == "3.1.0"
-    assert set(served["paths"]) >= {"/inventory", "/models/{id}/summary", "/logs", "/nodes/{name}/activity"}
+    assert set(served["paths"]) >= {
+        "/inventory",
+        "/models/{id}/summary",
+        "/logs",
+        "/nodes/{name}/activity",
+    }
 
 
 @schema.parametrize()

@@ -190,4 +190,8 @@ async def test_without_kubernetes_the_events_say_not_configured(world: World) ->
         body = await gql(client, EVENTS_ONLY, id=world.model.id)
     assert body["data"]["model"]["events"] is None
     (error,) = body["errors"]
-    assert error["extensions"] == {"code": "BACKEND_NOT_CONFIGURED", "backend": "kubernetes"}
+    assert error["extensions"] == {
+        "code": "BACKEND_NOT_CONFIGURED",
+        "backend": "kubernetes",
+        "fields": 1,
+    }
