@@ -137,6 +137,9 @@ def _agent_commands(sub: Any) -> None:
     summary.add_argument("model", nargs="?", help="the model's id")
     summary.add_argument("--session", help="a session's summary instead")
     summary.add_argument("--attention", action="store_true", help="the models needing a person")
+    summary.add_argument(
+        "--first", type=int, help="with --attention: how many models to list (default 10)"
+    )
     summary.add_argument("--json", action="store_true", help="the answer as JSON")
     summary.add_argument("--url", help="a running inspector (default: read Redis directly)")
     summary.add_argument("--token-file", help="a file holding the bearer token")

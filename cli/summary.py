@@ -67,7 +67,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -
         {"url": args.url, "token_file": args.token_file},
     )
     if args.attention:
-        name, path, variables = "attention", "/attention", {"first": 10}
+        first = 10 if args.first is None else args.first
+        name, path, variables = "attention", f"/attention?first={first}", {"first": first}
     elif args.session:
         name, path, variables = (
             "session_summary",

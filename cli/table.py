@@ -6,14 +6,24 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from openrl_inspect.resolvers.summary.rollup import MAX_WORST
+
 
 def _width() -> int:
     return max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
 
 
 def _clip(text: Any, width: int) -> str:
+    """``text`` within ``width``, cut at a word's end where one is near (never in the
+    middle of a word unless it is longer than a third of the width)."""
     s = "" if text is None else str(text)
-    return s if len(s) <= width else s[: max(0, width - 1)] + "…"
+    if len(s) <= width:
+        return s
+    cut = s[: max(0, width - 1)]
+    space = cut.rfind(" ")
+    if space >= width * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _table(rows: list[list[Any]], header: list[str]) -> list[str]:
@@ -105,6 +115,12 @@ def _attention(data: dict[str, Any]) -> list[str]:
             "",
             *_table([_brief(b) for b in a["models"]], ["model", "verdict", "cause", "statement"]),
         ]
+    more = a["needing"] - len(a["models"])
+    if more > 0:
+        lines.append(
+            f"... and {more} more (--first {min(a['needing'], MAX_WORST)} shows "
+            f"up to {MAX_WORST})"
+        )
     return lines
 
 
