@@ -24,6 +24,8 @@ def test_demo_serves_live_simulated_data_over_a_socket() -> None:
             "0.0.0.0",
             "--port",
             str(port),
+            # Every interface: the demo asks for consent (it has no authentication).
+            "--allow-unauthenticated-non-loopback",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
