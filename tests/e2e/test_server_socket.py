@@ -55,5 +55,8 @@ def test_demo_serves_live_simulated_data_over_a_socket() -> None:
         out, _ = proc.communicate(timeout=15)
     # the printed URL maps the wildcard listen address to loopback
     assert f"http://127.0.0.1:{port}/api/v1/inspect/graphiql" in out
-    # the dashboard comes first
-    assert out.splitlines()[0].endswith(f"http://127.0.0.1:{port}/api/v1/inspect/ui/")
+    # the warning that it serves every interface without authentication, then the
+    # dashboard's URL first
+    warning, dashboard = out.splitlines()[:2]
+    assert warning.startswith("WARNING: the demo serves '0.0.0.0' without authentication")
+    assert dashboard.endswith(f"http://127.0.0.1:{port}/api/v1/inspect/ui/")
