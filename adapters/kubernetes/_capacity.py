@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from openrl_inspect.adapters.kubernetes._dra import GpuDevice
+from openrl_inspect.adapters.kubernetes._devices import GpuDevice
 from openrl_inspect.adapters.kubernetes._records import DeviceKey, NodeRecord, PodRecord
 
 GPU_TAINT = "nvidia.com/gpu"

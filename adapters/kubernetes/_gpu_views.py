@@ -29,7 +29,7 @@ from openrl_inspect.adapters.kubernetes._capacity import (
     node_capacity,
     split,
 )
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,

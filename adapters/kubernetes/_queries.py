@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
 )
@@ -48,17 +48,25 @@ _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)
 
 @dataclass(frozen=True, slots=True)
 class Selector:
-    """How a direct LIST may be narrowed on the server (the query still filters)."""
+    """How a direct LIST may be narrowed on the server (the query still filters).
+
+    ``required``: the read cannot be answered without the kind; when the cluster serves
+    it only at API versions the adapter does not read, the read is refused. A kind that
+    only links objects (ownership) is not required: the read goes on without it, marked
+    degraded.
+    """
 
     namespace: str | None = None
     labels: str | None = None
     fields: str | None = None
+    required: bool = True
 
 
 ALL = Selector()
+LINKS = Selector(required=False)
 # What a read by model needs beside its own kind: the kinds that link objects by
 # ownership (``_links``); unlabelled, so a direct read cannot narrow them.
-_OWNERSHIP = {WORKLOADS: ALL, JOBS: ALL, JOBSETS: ALL}
+_OWNERSHIP = {WORKLOADS: LINKS, JOBS: LINKS, JOBSETS: LINKS}
 
 
 def field_equals(field: str, value: str) -> str:
@@ -210,7 +218,10 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not keys:
             return []
-        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        namespace = by_keys(keys).namespace
+        r = await self._resolve(
+            {**_OWNERSHIP, WORKLOADS: Selector(namespace), PODS: Selector(namespace)}
+        )
         return r.many(r.view.pods_for_workloads(keys, limit))
 
     # --- nodes --------------------------------------------------------------------------
@@ -294,13 +305,14 @@ class KubernetesSource(abc.ABC):
         if not model_ids:
             return []
         by_label = Selector(labels=label_in(self.labels.model, model_ids))
-        r = await self._resolve({**_OWNERSHIP, PODS: by_label})
+        r = await self._resolve({**_OWNERSHIP, WORKLOADS: ALL, PODS: by_label})
         return r.many(r.view.workloads_by_model(model_ids, limit))
 
     async def get_workloads(self, keys: Sequence[ObjectKey]) -> list[WorkloadRecord | None]:
         if not keys:
             return []
-        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        namespace = by_keys(keys).namespace
+        r = await self._resolve({**_OWNERSHIP, WORKLOADS: ALL, PODS: Selector(namespace)})
         return r.view.get_workloads(keys)
 
     # --- DRA claims ---------------------------------------------------------------------

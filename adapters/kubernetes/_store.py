@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,

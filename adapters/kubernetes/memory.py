@@ -18,15 +18,13 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
     TaintRuleRecord,
-    parse_claim,
-    parse_slice,
-    parse_taint_rule,
 )
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._events import EventRecord, parse_event
 from openrl_inspect.adapters.kubernetes._lease import LeaseConflict, LeaseRecord
