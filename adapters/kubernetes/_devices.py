@@ -124,14 +124,15 @@ class TaintRuleRecord:
         """Whether matching needs only driver, pool and device name (no CEL, no class)."""
         return self.device_class is None and not self.cel
 
-    def names(self, device: GpuDevice) -> bool:
-        """Whether the driver/pool/device criteria select ``device`` (all must hold)."""
+    def names(self, device: GpuDevice, name: str | None = None) -> bool:
+        """Whether the driver/pool/device criteria select ``device`` (all must hold), or
+        the device of that ``name`` in its pool (a MIG slice's GPU)."""
         return self.selects and all(
             want is None or want == have
             for want, have in (
                 (self.driver, device.driver),
                 (self.pool, device.pool),
-                (self.device, device.device),
+                (self.device, device.device if name is None else name),
             )
         )
 
