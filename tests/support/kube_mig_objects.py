@@ -30,7 +30,7 @@ DRIVER = "gpu.nvidia.com"
 H100 = "NVIDIA H100 80GB HBM3"
 CREATED = "2026-09-12T08:00:00Z"
 # (profile, GI profile id, placement start, size, memory, multiprocessors, engines)
-LAYOUT = (
+LAYOUT: tuple[tuple[Any, ...], ...] = (
     ("2g.20gb", 14, 0, 2, "20096Mi", 32, 2),
     ("2g.20gb", 14, 2, 2, "20096Mi", 32, 2),
     ("2g.20gb", 14, 4, 2, "20096Mi", 32, 2),
