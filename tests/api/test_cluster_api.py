@@ -310,11 +310,14 @@ async def test_lists_page_through_real_cursors(world: World) -> None:
         )
         bad_ns = await gql(client, '{ pod(namespace: "Not_A_Namespace", name: "x") { name } }')
     assert names == sorted(n.name for n in world.sim.cluster.nodes)
-    all_uuids = {
-        partitions.slice_uuid(g, p) if n.partitioned else g.uuid
+    # Devices: a whole GPU, or a partitioned GPU's slices.
+    all_uuids = {g.uuid for n in world.sim.cluster.nodes if not n.partitioned for g in n.gpus}
+    all_uuids |= {
+        partitions.slice_uuid(g, p)
         for n in world.sim.cluster.nodes
+        if n.partitioned
         for g in n.gpus
-        for p in (partitions.LAYOUT if n.partitioned else (None,))
+        for p in partitions.LAYOUT
     }
     assert {g["uuid"] for g in gpus["data"]["gpus"]["nodes"]} == all_uuids
     assert gpus["data"]["gpus"]["totalCount"] == len(all_uuids)

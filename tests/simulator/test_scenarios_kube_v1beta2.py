@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,9 @@ async def simulation() -> tuple[Simulation, RedisStateStore]:
     return sim, RedisStateStore.in_memory(server)
 
 
-def served_objects(sim: Simulation) -> list[dict[str, Any]]:
+def served_objects(sim: Simulation) -> list[Mapping[str, Any]]:
     """What the API server holds for the Kueue scenarios and the MIG node."""
-    objects: list[dict[str, Any]] = []
+    objects: list[Mapping[str, Any]] = []
     for name in KUEUE_SCENARIOS:
         model = sim.models[sim.scenario_ids[name]]
         staging = sim.kube_stages[model.id](sim, model)
