@@ -148,7 +148,7 @@ export function Cluster({ route }) {
       <div class="legend">
         <span><i class="gpu gpu-held sample"></i>held</span><span><i class="gpu gpu-free sample"></i>free</span>
         <span><i class="gpu gpu-unhealthy sample"></i>unhealthy</span><span><i class="gpu gpu-tainted sample"></i>tainted</span>
-        <span><i class="gpu gpu-mig sample" style="--cols:2"><i class="slice"></i><i class="slice"></i><i class="slice"></i><i class="slice"></i></i>a GPU in MIG slices</span>
+        <span><i class="gpu gpu-mig sample" style="--cols:2"><b class="slice gpu-held"></b><b class="slice gpu-held"></b><b class="slice gpu-free"></b><b class="slice gpu-free"></b></i>a GPU in MIG slices</span>
         <span><i class="sample" style=${`background:${dutyColour(0)}`}></i>idle</span><span><i class="sample" style=${`background:${dutyColour(1)}`}></i>busy</span>
       </div>
       ${nodes == null
