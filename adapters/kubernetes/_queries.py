@@ -142,8 +142,10 @@ class KubernetesSource(abc.ABC):
     one on ``ClusterView``, and its loader.
 
     Errors: ``BackendUnavailable`` / ``BackendTimeout`` / ``BackendProtocolError`` (backend
-    ``"kubernetes"``) when an answer needs the API server and it fails; ``InvalidInput``
-    for a negative limit. In steady state no read reaches the API server.
+    ``"kubernetes"``) when an answer needs the API server and it fails;
+    ``ApiVersionUnsupported`` when it needs a kind the cluster serves only at API versions
+    the adapter does not read; ``InvalidInput`` for a negative limit. In steady state no
+    read reaches the API server.
     """
 
     #: The label keys naming a model and a role (settings; the real source sets them).
