@@ -10,7 +10,9 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     │   ├── BackendTimeout           the call's own timeout ran out
     │   ├── BackendProtocolError     the answer could not be understood
     │   ├── BackendNotConfigured     this inspector was started without that backend
-    │   └── SchemaVersionError       the data is newer than this reader understands
+    │   ├── SchemaVersionError       the data is newer than this reader understands
+    │   └── ApiVersionUnsupported    an API group served only at versions this reader
+    │                                does not know (Kubernetes discovery)
     ├── NotFound                     a looked-up id does not exist
     ├── BadRecord                    one stored record cannot be read; its siblings stand
     │   └── DecodeError              one stored field cannot be decoded (before the record
@@ -100,6 +102,7 @@ _TABLE = (
     Code("BACKEND_PROTOCOL_ERROR", 503),
     Code("BACKEND_NOT_CONFIGURED", 503),
     Code("SCHEMA_VERSION_UNSUPPORTED", 503),
+    Code("API_VERSION_UNSUPPORTED", 503),
     Code("DEADLINE_EXCEEDED", 504),
     Code("INTERNAL", 500),
     # nginx's "client closed request": nobody is left to read the answer.
@@ -192,6 +195,41 @@ class BackendNotConfigured(BackendError):
 
 class SchemaVersionError(BackendError):
     code = "SCHEMA_VERSION_UNSUPPORTED"
+
+
+class ApiVersionUnsupported(BackendError):
+    """The cluster serves ``resource`` of ``group`` only at versions (``seen``) none of
+    which this inspector reads (``understood``): its objects exist but cannot be read,
+    which is never the same as "there are none"."""
+
+    code = "API_VERSION_UNSUPPORTED"
+
+    def __init__(
+        self,
+        backend: str,
+        group: str,
+        resource: str,
+        seen: tuple[str, ...],
+        understood: tuple[str, ...],
+    ) -> None:
+        super().__init__(
+            backend,
+            f"{group} serves {resource} at {', '.join(seen)} only; this inspector reads "
+            f"{', '.join(understood)}",
+        )
+        self.group = group
+        self.resource = resource
+        self.seen = seen
+        self.understood = understood
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "group": self.group,
+            "resource": self.resource,
+            "versionsSeen": list(self.seen),
+            "versionsUnderstood": list(self.understood),
+        }
 
 
 class NotFound(InspectorError):

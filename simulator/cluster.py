@@ -20,12 +20,18 @@ class Node:
     pool: str
     gpus: list[Gpu]
     held: dict[str, str] = field(default_factory=dict)  # gpu uuid -> model id
+    # Its GPUs are cut into MIG slices (``partitions``): never given whole to a model.
+    partitioned: bool = False
 
     def free(self) -> list[Gpu]:
         return [g for g in self.gpus if g.uuid not in self.held]
 
 
-PRODUCTS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
+PRODUCTS = {
+    "h100": "NVIDIA H100 80GB HBM3",
+    "h200": "NVIDIA H200",
+    "h100-mig": "NVIDIA H100 80GB HBM3",
+}
 
 
 def _uuid(rng: random.Random) -> str:
@@ -41,17 +47,29 @@ class Cluster:
         for pool, count in nodes_per_pool.items():
             self.add_nodes(pool, count, rng)
 
-    def add_nodes(self, pool: str, count: int, rng: random.Random) -> None:
-        """``count`` more nodes in ``pool``, numbered after the pool's others."""
+    def add_nodes(
+        self,
+        pool: str,
+        count: int,
+        rng: random.Random,
+        *,
+        gpus: int = 8,
+        partitioned: bool = False,
+    ) -> None:
+        """``count`` more nodes of ``gpus`` GPUs in ``pool``, numbered after the pool's
+        others; ``partitioned``: their GPUs are cut into MIG slices."""
         first = sum(1 for n in self.nodes if n.pool == pool)
         for i in range(first, first + count):
             name = f"gke-openrl-{pool}-pool-{i:03d}"
-            gpus = [Gpu(_uuid(rng), name, k, PRODUCTS[pool]) for k in range(8)]
-            self.nodes.append(Node(name, pool, gpus))
+            devices = [Gpu(_uuid(rng), name, k, PRODUCTS[pool]) for k in range(gpus)]
+            self.nodes.append(Node(name, pool, devices, partitioned=partitioned))
 
     def allocate(self, model_id: str, count: int) -> tuple[Node, list[Gpu]] | None:
-        """``count`` GPUs on one node (trainers need NVLink peers), or None when full."""
+        """``count`` GPUs on one node (trainers need NVLink peers), or None when full.
+        A partitioned node's GPUs are only ever handed out as slices."""
         for node in self.nodes:
+            if node.partitioned:
+                continue
             free = node.free()
             if len(free) >= count:
                 chosen = free[:count]

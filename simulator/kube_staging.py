@@ -8,6 +8,8 @@ events.k8s.io/v1 shape), read with the adapter's own parsers, each replacing the
 of the same kind and key; and the objects the model does not have (a Workload Kueue
 never created, a claim not created yet). A stage reads the simulation (``sim.now``
 for events that keep recurring), so what it shows stays in step with the demo's ticks.
+A ``ClusterStage`` (``Simulation.cluster_stages``) shows what belongs to no model (other
+teams' pods on MIG slices) the same way.
 """
 
 from __future__ import annotations
@@ -37,13 +39,15 @@ Json = Mapping[str, Any]
 @dataclass(frozen=True)
 class Staging:
     """``objects`` to show (JSON with ``kind``); ``absent``: ``(kind, namespace, name)``
-    of objects to drop (kinds ``Pod``, ``Workload``, ``ResourceClaim``)."""
+    of objects to drop (kinds ``Pod``, ``Workload``, ``ResourceClaim``, ``JobSet``,
+    ``Job``)."""
 
     objects: tuple[Json, ...] = ()
     absent: tuple[tuple[str, str, str], ...] = ()
 
 
 KubeStage = Callable[["Simulation", "SimModel"], Staging]
+ClusterStage = Callable[["Simulation"], Staging]
 
 
 def _lists(records: ClusterRecords) -> dict[type, list[Any]]:
@@ -58,7 +62,14 @@ def _lists(records: ClusterRecords) -> dict[type, list[Any]]:
     }
 
 
-_ABSENT = {"Pod": PodRecord, "Workload": WorkloadRecord, "ResourceClaim": ClaimRecord}
+# kind -> (its records' type, the first part of their ``_key``)
+_ABSENT: dict[str, tuple[type, str]] = {
+    "Pod": (PodRecord, "PodRecord"),
+    "Workload": (WorkloadRecord, "WorkloadRecord"),
+    "ResourceClaim": (ClaimRecord, "ClaimRecord"),
+    "JobSet": (JobRecord, "JobSet"),
+    "Job": (JobRecord, "Job"),
+}
 
 
 def _key(record: Any) -> tuple[str, str, str]:
@@ -74,16 +85,18 @@ def _drop(items: list[Any], key: tuple[str, str, str]) -> None:
 
 
 def apply(sim: Simulation, records: ClusterRecords) -> None:
-    """Apply every registered stage of a model the simulation still has, in order."""
+    """Apply every cluster stage, then every registered stage of a model the simulation
+    still has, in order."""
     lists = _lists(records)
+    stagings = [stage(sim) for stage in sim.cluster_stages]
     for mid, stage in sim.kube_stages.items():
         model = sim.models.get(mid)
-        if model is None:
-            continue
-        staging = stage(sim, model)
+        if model is not None:
+            stagings.append(stage(sim, model))
+    for staging in stagings:
         for kind, namespace, name in staging.absent:
-            cls = _ABSENT[kind]
-            _drop(lists[cls], (cls.__name__, namespace, name))
+            cls, first = _ABSENT[kind]
+            _drop(lists[cls], (first, namespace, name))
         for obj in staging.objects:
             record = parse_object(obj)
             if record is None:

@@ -5,7 +5,8 @@ wiring, ``openrl_inspect.cli.demo``) hold exactly what the simulation implies, d
 from the simulation's state:
 
 - a Node per simulated node (8 ``nvidia.com/gpu``, Ready, the usual GPU taint) and the
-  ResourceSlice NVIDIA's DRA driver would publish for it, with the simulated GPU UUIDs;
+  ResourceSlice NVIDIA's DRA driver would publish for it, with the simulated GPU UUIDs
+  (a partitioned node's: its GPUs' MIG slices, ``partitions``);
 - a JobSet per model (labelled with the model id; suspended while it waits), a child Job
   per role once admitted, and a Kueue Workload owned by the JobSet with Kueue's
   ``job-uid`` label and no model label (Kueue's default): pending on quota while it
@@ -52,9 +53,9 @@ from openrl_inspect.adapters.kubernetes import (
     Taint,
     WorkloadRecord,
 )
-from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
+from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource, parse_object
 from openrl_inspect.core.domain import HOLDING_STATES, ModelState
-from openrl_inspect.simulator import kube_staging
+from openrl_inspect.simulator import kube_staging, partitions
 from openrl_inspect.simulator.cluster import Gpu, Node
 from openrl_inspect.simulator.sim import SimModel, Simulation
 
@@ -180,6 +181,11 @@ def _device(node: Node, gpu: Gpu) -> GpuDevice:
 
 
 def slice_record(node: Node) -> SliceRecord:
+    if node.partitioned:
+        parsed = parse_object(partitions.resource_slice(node))
+        if not isinstance(parsed, SliceRecord):
+            raise ValueError(f"the MIG slices of {node.name} are not readable")
+        return parsed
     return SliceRecord(
         name=f"{node.name}-{NVIDIA_GPU_DRIVER}",
         driver=NVIDIA_GPU_DRIVER,
@@ -203,8 +209,9 @@ def _roles(model: SimModel) -> list[tuple[str, int]]:
 def _waiting_workload(sim: Simulation, model: SimModel) -> WorkloadRecord:
     # The team's ClusterQueue quota is what its admitted models hold: a waiting model
     # is short by its whole request in the flavor with the most unused hardware.
-    pools = sorted({n.pool for n in sim.cluster.nodes})
-    free = {p: sum(len(n.free()) for n in sim.cluster.nodes if n.pool == p) for p in pools}
+    whole = [n for n in sim.cluster.nodes if not n.partitioned]
+    pools = sorted({n.pool for n in whole})
+    free = {p: sum(len(n.free()) for n in whole if n.pool == p) for p in pools}
     pool = max(pools, key=lambda p: (free[p], p)) if pools else "gpu"
     need = sim.config.gpus_per_model
     role = _roles(model)[0][0]
@@ -257,6 +264,7 @@ def _workload(
         queue_name=LOCAL_QUEUE,
         priority=100,
         priority_class="openrl-standard",
+        priority_class_kind="WorkloadPriorityClass",
         active=True,
         pod_sets=tuple(PodSet(role, 1) for role, _ in _roles(model)),
         conditions=conditions,

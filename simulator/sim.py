@@ -20,7 +20,7 @@ from openrl_inspect.simulator.cluster import Cluster, Gpu
 from openrl_inspect.simulator.sampler import GEN_RATE, SamplerBatches
 
 if TYPE_CHECKING:
-    from openrl_inspect.simulator.kube_staging import KubeStage
+    from openrl_inspect.simulator.kube_staging import ClusterStage, KubeStage
 
 # kind -> (mean, spread) of its execution time in seconds
 DURATIONS = {
@@ -106,6 +106,8 @@ class Simulation:
         self.scenario_ids: dict[str, str] = {}  # scenario name -> model id
         # model id -> what Kubernetes shows of it beyond the usual (``kube_staging``)
         self.kube_stages: dict[str, KubeStage] = {}
+        # What Kubernetes shows that belongs to no model (``kube_staging``).
+        self.cluster_stages: list[ClusterStage] = []
         self.now = 0.0  # how far the simulation has been written
         self.sessions: list[str] = []
         self._seq = 0

@@ -59,6 +59,7 @@ async def _kubernetes(backends: Backends) -> dict[str, Any]:
         {
             "kind": k.kind,
             "served": k.served,
+            "version": k.version,
             "synced": k.synced,
             "objects": k.objects,
             "evicted": k.evicted,
@@ -67,7 +68,23 @@ async def _kubernetes(backends: Backends) -> dict[str, Any]:
         }
         for k in status.kinds
     ]
-    return {"name": "kubernetes", "ok": status.ready, "degraded": status.degraded, "kinds": kinds}
+    check: dict[str, Any] = {"name": "kubernetes", "ok": status.ready}
+    if status.unsupported:
+        # Served only at API versions this inspector does not read: down for those kinds
+        # (their fields answer API_VERSION_UNSUPPORTED), whatever the others say.
+        refusal = status.unsupported[0].refusal()
+        check["ok"] = False
+        check["code"] = refusal.code
+        check["unsupported"] = [
+            {
+                "group": k.group,
+                "kind": k.kind,
+                "versionsSeen": list(k.unsupported_versions),
+                "versionsUnderstood": list(k.understood),
+            }
+            for k in status.unsupported
+        ]
+    return {**check, "degraded": status.degraded, "kinds": kinds}
 
 
 async def probe_all(backends: Backends) -> list[dict[str, Any]]:

@@ -24,7 +24,9 @@ Private modules, one concept each::
     _events            Events and the objects they regard: the record, the parser
                        (events.k8s.io/v1, deprecated fields folded), the exported log entry
     _event_store       the Events store: bounded in count and age, by regarded object
-    _resources         the watched resources and every verb used (RBAC)
+    _resources         the watched resources, the API versions understood, every verb
+                       used (RBAC)
+    _discovery         which version each resource is read at, from API discovery
     _store             keyed stores with indexes; newest-generation GPU index with rules
     _capacity          GPU capacity counting: held, free, unhealthy, tainted
     _gpu_views         per-node GPUs with holders and capacity, kept up to date per event
@@ -61,7 +63,7 @@ from openrl_inspect.adapters.kubernetes._capacity import (
     node_capacity,
     node_condition,
 )
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     BLOCKING_TAINT_EFFECTS,
     AllocatedDevice,
     ClaimConsumer,

@@ -2,14 +2,14 @@
 
 It drives the official asyncio client (``kubernetes.aio``), asking each generated
 ``list_*`` call for its raw response (``*_without_preload_content``) so every kind,
-typed or custom (Kueue), arrives as the same plain JSON the parsers read. Every call has
-an explicit ``_request_timeout``; every call is counted by verb and kind; SDK and
-transport exceptions are translated here into ``adapters.errors`` classes.
+typed or custom (Kueue), arrives as the same plain JSON the parsers read, at the version
+discovery chose (``_discovery``; this module fetches the discovery documents). Every
+call has an explicit ``_request_timeout``; every call is counted by verb and kind; SDK
+and transport exceptions are translated here into ``adapters.errors`` classes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections import Counter
@@ -18,19 +18,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from openrl_inspect.adapters.kubernetes._discovery import Discovery, NotServed
 from openrl_inspect.adapters.kubernetes._resources import (
     BACKEND,
     DEVICE_TAINT_RULES,
+    DRA_GROUP,
     EVENTS,
     JOBS,
-    JOBSET_GROUP,
-    KUEUE_GROUP,
     NODES,
     PODS,
     RESOURCE_SLICES,
     WatchedResource,
 )
-from openrl_inspect.adapters.kubernetes._settings import DRA_VERSIONS, KubernetesSettings
+from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings
 from openrl_inspect.core import lazy
 from openrl_inspect.core.backend_calls import timed
 from openrl_inspect.core.errors import (
@@ -54,17 +54,11 @@ kclient: Any = lazy.module("kubernetes.aio.client")
 kconfig: Any = lazy.module("kubernetes.aio.config")
 
 
+# The generated class of each resource.k8s.io version (slices, claims, rules alike).
 _DRA_APIS: dict[str, str] = {
     "v1": "ResourceV1Api",
     "v1beta2": "ResourceV1beta2Api",
     "v1beta1": "ResourceV1beta1Api",
-}
-# DeviceTaintRules: v1alpha3 from 1.33, beta then GA later; newest first. Independent of
-# the slices' version: a cluster serving ResourceSlices in v1 may serve rules only in
-# v1alpha3 (or not at all), so discovery asks each version's resource list.
-_TAINT_RULE_APIS: dict[str, str] = {
-    "v1": "ResourceV1Api",
-    "v1beta2": "ResourceV1beta2Api",
     "v1alpha3": "ResourceV1alpha3Api",
 }
 
@@ -73,15 +67,14 @@ class ResourceExpired(BackendUnavailable):
     """HTTP 410 Gone: a resourceVersion or continue token is too old; relist."""
 
 
-class NotServed(BackendUnavailable):
-    """HTTP 404 on a collection: the API group is not installed (no Kueue, no DRA)."""
-
-
 @dataclass(frozen=True, slots=True)
 class ListPage:
+    """One page of a LIST; ``version`` is the API version it was read at (its parser's)."""
+
     items: list[Mapping[str, Any]]
     resource_version: str
     continue_token: str | None
+    version: str
 
 
 async def create_api_client(settings: KubernetesSettings) -> tuple[Any, Any]:
@@ -156,7 +149,8 @@ class WatchStream:
 
 
 class KubeApi:
-    """Paged LIST and WATCH for the watched resources, counted per (verb, kind)."""
+    """Paged LIST and WATCH for the watched resources, counted per (verb, kind), each
+    at the version discovery chose for it (``_discovery``)."""
 
     def __init__(self, api_client: Any, settings: KubernetesSettings) -> None:
         self.client = api_client
@@ -164,87 +158,66 @@ class KubeApi:
         self.counts: Counter[tuple[str, str]] = Counter()
         self._core: Any = kclient.CoreV1Api(api_client)
         self._custom: Any = kclient.CustomObjectsApi(api_client)
-        # Custom resources (CRDs), by group: the version each is read at.
-        self._custom_versions = {
-            KUEUE_GROUP: settings.kueue_version,
-            JOBSET_GROUP: settings.jobset_version,
-        }
-        self._dra_version: str | None = (
-            None if settings.dra_version == "auto" else settings.dra_version
-        )
-        self._discovery_lock = asyncio.Lock()
-        self._taint_rule_version: str | None = None
+        self.discovery = Discovery(self._fetch_groups, self._fetch_resources)
 
     async def aclose(self) -> None:
         await self.client.close()
 
-    async def dra_version(self) -> str:
-        """The ``resource.k8s.io`` version to use: configured, or the newest served."""
-        async with self._discovery_lock:
-            if self._dra_version is None:
-                await self._discover_dra_version()
-        assert self._dra_version is not None
-        return self._dra_version
+    async def version(self, resource: WatchedResource, *, fresh: bool = False) -> str:
+        """The version ``resource`` is read at: ``NotServed`` or ``ApiVersionUnsupported``
+        when it cannot be (``fresh``: ask the server again, as a relist does)."""
+        return await self.discovery.version(resource, fresh=fresh)
 
-    async def _discover_dra_version(self) -> None:
-        api = kclient.ResourceApi(self.client)
+    async def _fetch_groups(self) -> dict[str, tuple[str, ...]]:
+        """``GET /apis`` (the official client's ``ApisApi.get_api_versions``)."""
+        call = kclient.ApisApi(self.client).get_api_versions_without_preload_content
+        body = await self._discovery_get("discovery of API groups", call) or {}
+        groups: dict[str, tuple[str, ...]] = {}
+        for group in body.get("groups") or ():
+            if isinstance(group, dict) and isinstance(group.get("name"), str):
+                entries = [v for v in group.get("versions") or () if isinstance(v, dict)]
+                versions = (v.get("version") for v in entries)
+                groups[group["name"]] = tuple(v for v in versions if isinstance(v, str))
+        return groups
+
+    async def _fetch_resources(self, group: str, version: str) -> frozenset[str] | None:
+        call = self._custom.get_api_resources_without_preload_content
+        body = await self._discovery_get(f"discovery of {group}/{version}", call, group, version)
+        if body is None:
+            return None
+        names = (r.get("name") for r in body.get("resources") or () if isinstance(r, dict))
+        return frozenset(n for n in names if isinstance(n, str))
+
+    async def _discovery_get(self, what: str, call: Any, *args: str) -> dict[str, Any] | None:
+        """A discovery document, or None for a 404 (the group or version is gone)."""
         self.counts["get", "discovery"] += 1
-        what = "discovery of resource.k8s.io"
-        with translate(what):
-            response = await api.get_api_group_without_preload_content(
-                _request_timeout=float(self.settings.request_timeout_s)
-            )
+        with timed(BACKEND), translate(what):
+            response = await call(*args, _request_timeout=float(self.settings.request_timeout_s))
             try:
-                if response.status == 404:  # DRA not installed: lists will say so too
-                    self._dra_version = DRA_VERSIONS[0]
-                    return
+                if response.status == 404:
+                    return None
                 check_status(response.status, what)
                 body = orjson.loads(await response.read())
             finally:
                 response.release()
-        versions = body.get("versions") if isinstance(body, dict) else None
-        served = {v.get("version") for v in versions or [] if isinstance(v, dict)}
-        self._dra_version = next((v for v in DRA_VERSIONS if v in served), DRA_VERSIONS[0])
+        if not isinstance(body, dict):
+            raise BackendProtocolError(BACKEND, f"{what}: the answer is not an object")
+        return body
 
-    async def taint_rule_version(self) -> str:
-        """The newest ``resource.k8s.io`` version serving devicetaintrules; ``NotServed``
-        when none does (asked again next time: a feature gate may be turned on)."""
-        async with self._discovery_lock:
-            if self._taint_rule_version is None:
-                self._taint_rule_version = await self._discover_taint_rule_version()
-        return self._taint_rule_version
-
-    async def _discover_taint_rule_version(self) -> str:
-        what = "discovery of devicetaintrules"
-        for version, api_name in _TAINT_RULE_APIS.items():
-            api = getattr(kclient, api_name)(self.client)
-            self.counts["get", "discovery"] += 1
-            with translate(what):
-                response = await api.get_api_resources_without_preload_content(
-                    _request_timeout=float(self.settings.request_timeout_s)
-                )
-                try:
-                    if response.status == 404:
-                        continue
-                    check_status(response.status, what)
-                    body = orjson.loads(await response.read())
-                finally:
-                    response.release()
-            resources = body.get("resources") if isinstance(body, dict) else None
-            names = {r.get("name") for r in resources or [] if isinstance(r, dict)}
-            if DEVICE_TAINT_RULES.resource in names:
-                return version
-        raise NotServed(BACKEND, f"{what}: not served by this cluster")
-
-    def _check(self, resource: WatchedResource, status: int, what: str) -> None:
-        if status == 404 and resource is DEVICE_TAINT_RULES:
-            self._taint_rule_version = None  # served no more (a downgrade): discover again
+    def _check(self, status: int, what: str) -> None:
+        if status == 404:  # the chosen version is gone (an upgrade): ask discovery again
+            self.discovery.forget()
         check_status(status, what)
 
     async def _request(
-        self, resource: WatchedResource, namespace: str | None, params: dict[str, Any]
+        self,
+        resource: WatchedResource,
+        version: str,
+        namespace: str | None,
+        params: dict[str, Any],
     ) -> aiohttp.ClientResponse:
-        """Call the generated ``list_*`` for ``resource``; the raw response, unread."""
+        """Call the generated ``list_*`` for ``resource`` at ``version``; the raw
+        response, unread."""
         ns = namespace if resource.namespaced else None
         args: tuple[str, ...] = (ns,) if ns else ()
         call: Any
@@ -271,27 +244,24 @@ class KubeApi:
                 if ns
                 else events.list_event_for_all_namespaces_without_preload_content
             )
-        elif resource.group in self._custom_versions:
+        elif resource.group == DRA_GROUP:
+            dra = getattr(kclient, _DRA_APIS[version])(self.client)
+            if resource is RESOURCE_SLICES:
+                call = dra.list_resource_slice_without_preload_content
+            elif resource is DEVICE_TAINT_RULES:
+                call = dra.list_device_taint_rule_without_preload_content
+            elif ns:
+                call = dra.list_namespaced_resource_claim_without_preload_content
+            else:
+                call = dra.list_resource_claim_for_all_namespaces_without_preload_content
+        else:  # custom resources (Kueue, JobSet): the same call for every version
             custom = self._custom
-            gv = (resource.group, self._custom_versions[resource.group])
-            args = (*gv, *args, resource.resource)
+            args = (resource.group, version, *args, resource.resource)
             call = (
                 custom.list_namespaced_custom_object_without_preload_content
                 if ns
                 else custom.list_custom_object_for_all_namespaces_without_preload_content
             )
-        elif resource is DEVICE_TAINT_RULES:
-            api_name = _TAINT_RULE_APIS[await self.taint_rule_version()]
-            rules = getattr(kclient, api_name)(self.client)
-            call = rules.list_device_taint_rule_without_preload_content
-        else:
-            dra = getattr(kclient, _DRA_APIS[await self.dra_version()])(self.client)
-            if resource is RESOURCE_SLICES:
-                call = dra.list_resource_slice_without_preload_content
-            elif ns:
-                call = dra.list_namespaced_resource_claim_without_preload_content
-            else:
-                call = dra.list_resource_claim_for_all_namespaces_without_preload_content
         response: aiohttp.ClientResponse = await call(*args, **params)
         return response
 
@@ -304,8 +274,11 @@ class KubeApi:
         continue_token: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        version: str | None = None,
     ) -> ListPage:
-        """One page of a LIST (a consistent snapshot across pages via ``continue``)."""
+        """One page of a LIST (a consistent snapshot across pages via ``continue``), at
+        ``version`` or, by default, the one discovery gives."""
+        version = version or await self.version(resource)
         params: dict[str, Any] = {
             "limit": limit,
             "_continue": continue_token,
@@ -316,9 +289,9 @@ class KubeApi:
         what = f"list {resource.kind}"
         self.counts["list", resource.kind] += 1
         with timed(BACKEND), translate(what):
-            response = await self._request(resource, namespace, params)
+            response = await self._request(resource, version, namespace, params)
             try:
-                self._check(resource, response.status, what)
+                self._check(response.status, what)
                 body = orjson.loads(await response.read())
             finally:
                 response.release()
@@ -329,6 +302,7 @@ class KubeApi:
             items=[item for item in body.get("items") or [] if isinstance(item, dict)],
             resource_version=str(metadata.get("resourceVersion") or ""),
             continue_token=metadata.get("continue") or None,
+            version=version,
         )
 
     @contextlib.asynccontextmanager
@@ -338,6 +312,7 @@ class KubeApi:
         namespace: str | None,
         resource_version: str,
         timeout_s: int,
+        version: str,
     ) -> AsyncIterator[WatchStream]:
         """A WATCH from ``resource_version`` (with bookmarks) that the server ends after
         ``timeout_s``; the client gives up ``request_timeout_s`` later than that."""
@@ -351,9 +326,9 @@ class KubeApi:
         what = f"watch {resource.kind}"
         self.counts["watch", resource.kind] += 1
         with translate(what):
-            response = await self._request(resource, namespace, params)
+            response = await self._request(resource, version, namespace, params)
         try:
-            self._check(resource, response.status, what)
+            self._check(response.status, what)
             yield WatchStream(response, what)
         finally:
             # Closing (not releasing) drops a stream the server may still be writing to.

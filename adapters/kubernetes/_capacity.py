@@ -1,6 +1,13 @@
 """GPU capacity per node and per GPU product: total, held, free, unhealthy, tainted.
 
-Every GPU counts in exactly one bucket, so ``total = held + free + unhealthy + tainted``:
+Whole GPUs and MIG slices are counted apart. A GPU partitioned into MIG slices is one
+GPU (``partitioned`` counts them) and its slices are counted again, as slices: a node of
+4 GPUs cut into 16 slices has 4 GPUs and 16 slices, never 16 GPUs. A partitioned GPU is
+held when any of its slices is (it cannot be given whole), unhealthy when its GPU or any
+slice is tainted, free only when every slice is.
+
+Every GPU (and every slice) counts in exactly one bucket, so
+``total = held + free + unhealthy + tainted``:
 
 - ``held``: allocated to a ResourceClaim (DRA), or requested by a pod on the node
   (device plugin), whatever the node's state;
@@ -25,10 +32,10 @@ per event (``_gpu_views``); ``resolvers.cluster.counting`` re-exports it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass, field
 
-from openrl_inspect.adapters.kubernetes._dra import GpuDevice
+from openrl_inspect.adapters.kubernetes._devices import GpuDevice
 from openrl_inspect.adapters.kubernetes._records import DeviceKey, NodeRecord, PodRecord
 
 GPU_TAINT = "nvidia.com/gpu"
@@ -64,13 +71,41 @@ class CapacityCounts:
         )
 
 
+NO_COUNTS = CapacityCounts()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCounts:
+    """Whole GPUs (a partitioned one once), MIG slices, and how many GPUs are partitioned."""
+
+    gpus: CapacityCounts = NO_COUNTS
+    slices: CapacityCounts = NO_COUNTS
+    partitioned: int = 0
+
+    def __add__(self, other: GpuCounts) -> GpuCounts:
+        return GpuCounts(
+            self.gpus + other.gpus, self.slices + other.slices, self.partitioned + other.partitioned
+        )
+
+    def __sub__(self, other: GpuCounts) -> GpuCounts:
+        return GpuCounts(
+            self.gpus - other.gpus, self.slices - other.slices, self.partitioned - other.partitioned
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class NodeCapacity:
     node: str
     product: str | None
     basis: str  # dra | device-plugin | none
-    counts: CapacityCounts
+    counts: CapacityCounts  # whole GPUs
     condition: str  # ok | unhealthy | tainted
+    slices: CapacityCounts = NO_COUNTS  # MIG slices
+    partitioned: int = 0  # GPUs partitioned into MIG slices (counted in ``counts`` once)
+
+    @property
+    def tally(self) -> GpuCounts:
+        return GpuCounts(self.counts, self.slices, self.partitioned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +113,8 @@ class ProductCapacity:
     product: str
     nodes: int
     counts: CapacityCounts
+    slices: CapacityCounts = NO_COUNTS
+    partitioned: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +124,8 @@ class ClusterCapacity:
     nodes: int
     degraded: bool
     truncated: bool
+    slices: CapacityCounts = field(default=NO_COUNTS)
+    partitioned: int = 0
 
 
 def node_condition(node: NodeRecord | None) -> str:
@@ -119,6 +158,44 @@ def _holding(pods: Iterable[PodRecord]) -> int:
     return sum(p.gpu_request for p in pods if p.phase not in ("Succeeded", "Failed"))
 
 
+def physical_gpus(gpus: Iterable[GpuDevice]) -> list[list[GpuDevice]]:
+    """The devices grouped by the GPU they are on, in first-seen order: a whole GPU, a
+    partitioned GPU's MIG slices (with the GPU itself when its driver publishes it too:
+    dynamic MIG), and a passthrough (``vfio``) device with the GPU at its PCI address."""
+    gpus = list(gpus)
+    by_bus = {
+        (g.pool, g.pci_bus_id): g.gpu_id
+        for g in gpus
+        if g.device_type == "gpu" and g.pci_bus_id
+    }  # fmt: skip
+    groups: dict[tuple[str, str], list[GpuDevice]] = {}
+    for g in gpus:
+        key = g.gpu_id
+        if g.device_type == "vfio" and g.pci_bus_id:
+            key = by_bus.get((g.pool, g.pci_bus_id), key)
+        groups.setdefault(key, []).append(g)
+    return list(groups.values())
+
+
+def count_gpus(
+    gpus: Iterable[GpuDevice], held: Container[DeviceKey], condition: str
+) -> dict[str, GpuCounts]:
+    """One node's DRA devices (or a product's on one node) counted by product: each
+    physical GPU once, each MIG slice as a slice (see the module doc)."""
+    out: dict[str, GpuCounts] = {}
+    for devices in physical_gpus(gpus):
+        product = next((d.product_name for d in devices if d.product_name), None) or "unknown"
+        taken = any(d.key in held for d in devices)
+        broken = not taken and any(not d.healthy for d in devices)
+        whole = split(1, int(taken), int(broken), condition)
+        slices, parts = NO_COUNTS, [d for d in devices if d.is_slice]
+        for part in parts:
+            mine = part.key in held
+            slices = slices + split(1, int(mine), int(not mine and not part.healthy), condition)
+        out[product] = out.get(product, GpuCounts()) + GpuCounts(whole, slices, int(bool(parts)))
+    return out
+
+
 def node_capacity(
     name: str,
     node: NodeRecord | None,
@@ -132,10 +209,11 @@ def node_capacity(
     label = node.labels.get(PRODUCT_LABEL) if node is not None else None
     if gpus:
         products = sorted({g.product_name for g in gpus if g.product_name})
-        held_here = sum(1 for g in gpus if g.key in held)
-        broken = sum(1 for g in gpus if g.key not in held and not g.healthy)
-        counts = split(len(gpus), held_here, broken, condition)
-        return NodeCapacity(name, products[0] if products else label, "dra", counts, condition)
+        tally = sum(count_gpus(gpus, held, condition).values(), GpuCounts())
+        product = products[0] if products else label
+        return NodeCapacity(
+            name, product, "dra", tally.gpus, condition, tally.slices, tally.partitioned
+        )
     capacity = (node.gpu_capacity or node.gpu_allocatable or 0) if node is not None else 0
     if capacity <= 0:
         return NodeCapacity(name, label, "none", CapacityCounts(), condition)
@@ -151,23 +229,28 @@ def by_product(
     held: set[DeviceKey],
     conditions: dict[str, str],
 ) -> tuple[ProductCapacity, ...]:
-    """Counts per GPU product: DRA devices one by one (a node may mix products),
-    device-plugin nodes by their product label."""
-    totals: dict[str, CapacityCounts] = {}
+    """Counts per GPU product: DRA devices node by node (a node may mix products; a
+    partitioned GPU once, its slices as slices), device-plugin nodes by their product
+    label."""
+    totals: dict[str, GpuCounts] = {}
     node_sets: dict[str, set[str]] = {}
+    on_node: dict[str, list[GpuDevice]] = {}
     for gpu in gpus:
-        product = gpu.product_name or "unknown"
-        condition = conditions.get(gpu.node_name or "", "unhealthy")
-        one = split(1, 1 if gpu.key in held else 0, 0 if gpu.healthy else 1, condition)
-        totals[product] = totals.get(product, CapacityCounts()) + one
-        node_sets.setdefault(product, set()).add(gpu.node_name or "")
+        on_node.setdefault(gpu.node_name or "", []).append(gpu)
+    for node_name, devices in on_node.items():
+        condition = conditions.get(node_name, "unhealthy")
+        for product, tally in count_gpus(devices, held, condition).items():
+            totals[product] = totals.get(product, GpuCounts()) + tally
+            node_sets.setdefault(product, set()).add(node_name)
     for cap in nodes:
         if cap.basis != "device-plugin":
             continue
         product = cap.product or "unknown"
-        totals[product] = totals.get(product, CapacityCounts()) + cap.counts
+        totals[product] = totals.get(product, GpuCounts()) + cap.tally
         node_sets.setdefault(product, set()).add(cap.node)
     return tuple(
-        ProductCapacity(product, len(node_sets[product]), totals[product])
-        for product in sorted(totals)
+        ProductCapacity(
+            p, len(node_sets[p]), totals[p].gpus, totals[p].slices, totals[p].partitioned
+        )
+        for p in sorted(totals)
     )

@@ -2,19 +2,37 @@
 the DeviceTaintRules an admin puts on them; their records, and the parsers from the API
 server's JSON to them.
 
-Both ``resource.k8s.io/v1`` and ``v1beta1`` are understood: v1beta1 nests a device's
-attributes, capacity and taints under ``basic`` and inlines a claim request's device
-class, where v1 (and v1beta2) put them on the device and the request under ``exactly``.
-DeviceTaintRules are read in v1alpha3 (before 1.35 its selector also had
-``deviceClassName`` and CEL ``selectors``), v1beta2 and v1: the same shape.
+``resource.k8s.io/v1``, ``v1beta2`` and ``v1beta1`` are understood: v1beta1 nests a
+device's attributes, capacity and taints under ``basic`` and inlines a claim request's
+device class, where v1 and v1beta2 (the same shape) put them on the device and the
+request under ``exactly``. DeviceTaintRules are read in v1alpha3 (before 1.35 its
+selector also had ``deviceClassName`` and CEL ``selectors``), v1beta2 and v1: the same
+shape.
+
+NVIDIA's driver publishes whole GPUs (``type`` ``gpu``) and MIG slices (``type`` ``mig``,
+with their GPU's ``parentUUID`` and their ``profile``, named ``gpu-<minor>-mig-...``);
+with static MIG a partitioned GPU is published only as its slices. Attributes its
+releases dropped or renamed are read under each name: ``index`` and ``minor`` (gone
+since 25.8: a GPU's minor is then read from its name ``gpu-<minor>``), ``pcieBusID``
+(``resource.kubernetes.io/pciBusID`` since 25.12).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from openrl_inspect.adapters.kubernetes._devices import (
+    AllocatedDevice,
+    ClaimConsumer,
+    ClaimRecord,
+    ClaimRequest,
+    DeviceTaint,
+    GpuDevice,
+    SliceRecord,
+    TaintRuleRecord,
+)
 from openrl_inspect.adapters.kubernetes._json import (
     Json,
     as_int,
@@ -24,169 +42,14 @@ from openrl_inspect.adapters.kubernetes._json import (
     meta,
     parse_quantity,
     parse_time,
+    read_version,
 )
-from openrl_inspect.adapters.kubernetes._records import DeviceKey, ObjectKey
+from openrl_inspect.adapters.kubernetes._resources import DRA_VERSIONS
 
-#: Taint effects that keep new claims off a device (``None`` is informational only).
-BLOCKING_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceTaint:
-    """A DRA device taint: in the ResourceSlice (``spec.devices[].taints``) or applied by
-    a DeviceTaintRule (``rule`` names it). ``effect`` is NoSchedule, NoExecute or None."""
-
-    key: str
-    effect: str
-    value: str | None = None
-    time_added: float | None = None
-    rule: str | None = None
-
-    @property
-    def blocking(self) -> bool:
-        return self.effect in BLOCKING_TAINT_EFFECTS
-
-
-@dataclass(frozen=True, slots=True)
-class GpuDevice:
-    """One device a DRA driver publishes in a ResourceSlice (newest pool generation)."""
-
-    driver: str
-    pool: str
-    pool_generation: int
-    node_name: str | None
-    device: str
-    device_type: str | None
-    uuid: str | None
-    index: int | None
-    minor: int | None
-    product_name: str | None
-    architecture: str | None
-    driver_version: str | None
-    pci_bus_id: str | None
-    memory_bytes: int | None
-    slice_name: str
-    taints: tuple[DeviceTaint, ...] = ()
-    #: DeviceTaintRules whose driver/pool/device criteria select this device but which
-    #: also need a CEL or DeviceClass test the inspector cannot run: they may taint it.
-    rules_not_evaluated: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.device)
-
-    @property
-    def healthy(self) -> bool:
-        """No taint that keeps claims off it: a tainted GPU is never counted free."""
-        return not any(t.blocking for t in self.taints)
-
-
-@dataclass(frozen=True, slots=True)
-class TaintRuleRecord:
-    """A DeviceTaintRule (cluster-scoped): one taint for the devices its selector picks.
-
-    ``selects`` is False when the rule has no ``spec.deviceSelector`` (the API matches no
-    device then); an empty selector matches every device. ``device_class`` and ``cel``
-    are the selector fields of resource.k8s.io/v1alpha3 before 1.35 (a DeviceClass name,
-    CEL expressions): the inspector cannot evaluate them (see ``evaluable``).
-    """
-
-    name: str
-    uid: str
-    taint: DeviceTaint
-    selects: bool
-    driver: str | None = None
-    pool: str | None = None
-    device: str | None = None
-    device_class: str | None = None
-    cel: tuple[str, ...] = ()
-    created: float | None = None
-
-    @property
-    def key(self) -> ObjectKey:
-        return ObjectKey("", self.name)
-
-    @property
-    def evaluable(self) -> bool:
-        """Whether matching needs only driver, pool and device name (no CEL, no class)."""
-        return self.device_class is None and not self.cel
-
-    def names(self, device: GpuDevice) -> bool:
-        """Whether the driver/pool/device criteria select ``device`` (all must hold)."""
-        return self.selects and all(
-            want is None or want == have
-            for want, have in (
-                (self.driver, device.driver),
-                (self.pool, device.pool),
-                (self.device, device.device),
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SliceRecord:
-    """A ResourceSlice reduced to its pool identity and the devices the inspector keeps."""
-
-    name: str
-    driver: str
-    pool: str
-    pool_generation: int
-    node_name: str | None
-    devices: tuple[GpuDevice, ...]
-
-    @property
-    def key(self) -> ObjectKey:
-        return ObjectKey("", self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class AllocatedDevice:
-    request: str
-    driver: str
-    pool: str
-    device: str
-
-    @property
-    def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.device)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimConsumer:
-    """An entry of ``status.reservedFor`` (``resource`` is ``pods`` in practice)."""
-
-    resource: str
-    name: str
-    uid: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRequest:
-    name: str
-    device_class: str | None
-    count: int | None
-    allocation_mode: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRecord:
-    namespace: str
-    name: str
-    uid: str
-    requests: tuple[ClaimRequest, ...]
-    allocated: bool
-    devices: tuple[AllocatedDevice, ...]
-    reserved_for: tuple[ClaimConsumer, ...]
-    created: float | None
-    deleting: bool
-
-    @property
-    def key(self) -> ObjectKey:
-        return ObjectKey(self.namespace, self.name)
-
-    @property
-    def reserved_pods(self) -> tuple[ClaimConsumer, ...]:
-        return tuple(c for c in self.reserved_for if c.resource == "pods")
+#: The Kubernetes-standard PCI address attribute (NVIDIA's driver from 25.12).
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
+# A whole GPU is named gpu-<minor> by NVIDIA's driver.
+_GPU_NAME = re.compile(r"gpu-(\d+)")
 
 
 # --- parsers -----------------------------------------------------------------------------
@@ -230,43 +93,74 @@ def _taints(raw: Json) -> tuple[DeviceTaint, ...]:
     return tuple(t for t in found if t is not None)
 
 
+def _minor(attributes: Json, driver: str, name: str, device_type: str | None) -> int | None:
+    """A whole GPU's minor number: its ``minor`` attribute (until the driver's 25.8), else
+    its name ``gpu-<minor>``, which every release keeps."""
+    minor = as_int(_attribute(attributes, driver, "minor"))
+    if minor is None and device_type in (None, "gpu") and (found := _GPU_NAME.fullmatch(name)):
+        return int(found.group(1))
+    return minor
+
+
 def _device(
-    raw: Json, driver: str, pool: str, generation: int, node: str | None, slice_name: str
+    raw: Json,
+    version: str,
+    place: tuple[str, str, int, str | None, str],
 ) -> GpuDevice | None:
+    """One device of a slice; ``place`` is (driver, pool, generation, node, slice name)."""
+    driver, pool, generation, node, slice_name = place
     name = as_str(raw, "name")
     if not name:
         return None
     # resource.k8s.io/v1beta1 nests attributes and capacity under "basic"; v1 and
     # v1beta2 put them on the device itself.
-    body = as_map(raw, "basic") if "basic" in raw else raw
+    body = as_map(raw, "basic") if version == "v1beta1" else raw
     attributes = as_map(body, "attributes")
     memory = as_map(as_map(body, "capacity"), "memory").get("value")
+    device_type = _opt_str(_attribute(attributes, driver, "type"))
+    bus = _attribute(attributes, driver, "pcieBusID") or _attribute(attributes, "", PCI_BUS_ID)
     return GpuDevice(
         driver=driver,
         pool=pool,
         pool_generation=generation,
-        node_name=as_str(raw, "nodeName") or node,
+        node_name=as_str(body, "nodeName") or node,
         device=name,
-        device_type=_opt_str(_attribute(attributes, driver, "type")),
+        device_type=device_type,
         uuid=_opt_str(_attribute(attributes, driver, "uuid")),
         index=as_int(_attribute(attributes, driver, "index")),
-        minor=as_int(_attribute(attributes, driver, "minor")),
+        minor=_minor(attributes, driver, name, device_type),
         product_name=_opt_str(_attribute(attributes, driver, "productName")),
         architecture=_opt_str(_attribute(attributes, driver, "architecture")),
         driver_version=_opt_str(_attribute(attributes, driver, "driverVersion")),
-        pci_bus_id=_opt_str(_attribute(attributes, driver, "pcieBusID")),
+        pci_bus_id=_opt_str(bus),
         memory_bytes=parse_quantity(memory),
         slice_name=slice_name,
         taints=_taints(body),
+        parent_uuid=_opt_str(_attribute(attributes, driver, "parentUUID")),
+        profile=_opt_str(_attribute(attributes, driver, "profile")),
     )
 
 
-def parse_slice(obj: Json, drivers: frozenset[str] | None = None) -> SliceRecord | None:
-    """A ResourceSlice; ``None`` when it has no name or its driver is not in ``drivers``."""
+def _slice_version(obj: Json, version: str | None) -> str:
+    """The version to read a slice as; a v1beta1 object written by hand (the twins')
+    without its ``apiVersion`` still shows itself by its ``basic`` devices."""
+    if version is None and "apiVersion" not in obj:
+        devices = as_list(as_map(obj, "spec"), "devices")
+        if any(isinstance(d, Mapping) and "basic" in d for d in devices):
+            return "v1beta1"
+    return read_version(obj, version, DRA_VERSIONS)
+
+
+def parse_slice(
+    obj: Json, version: str | None = None, drivers: frozenset[str] | None = None
+) -> SliceRecord | None:
+    """A ResourceSlice read at ``version`` (default: its own ``apiVersion``'s); ``None``
+    when it has no name or its driver is not in ``drivers``."""
     identity = meta(obj)
     if identity is None:
         return None
     name = identity[1]
+    version = _slice_version(obj, version)
     spec = as_map(obj, "spec")
     driver = as_str(spec, "driver") or ""
     if drivers is not None and driver not in drivers:
@@ -276,8 +170,9 @@ def parse_slice(obj: Json, drivers: frozenset[str] | None = None) -> SliceRecord
     generation = as_int(pool.get("generation")) or 0
     node = as_str(spec, "nodeName") or None
     devices = []
+    place = (driver, pool_name, generation, node, name)
     for raw in as_list(spec, "devices"):
-        device = _device(raw, driver, pool_name, generation, node, name)
+        device = _device(raw, version, place)
         if device is not None:
             devices.append(device)
     return SliceRecord(
@@ -290,9 +185,9 @@ def parse_slice(obj: Json, drivers: frozenset[str] | None = None) -> SliceRecord
     )
 
 
-def _claim_request(raw: Json) -> ClaimRequest:
+def _claim_request(raw: Json, version: str) -> ClaimRequest:
     # v1 puts the request under "exactly" (or a "firstAvailable" list); v1beta1 inlines it.
-    body = as_map(raw, "exactly") if "exactly" in raw else raw
+    body = raw if version == "v1beta1" else as_map(raw, "exactly")
     alternatives = as_list(raw, "firstAvailable")
     if not body.get("deviceClassName") and alternatives:
         body = alternatives[0] if isinstance(alternatives[0], Mapping) else {}
@@ -304,12 +199,18 @@ def _claim_request(raw: Json) -> ClaimRequest:
     )
 
 
-def parse_claim(obj: Json) -> ClaimRecord | None:
+def parse_claim(obj: Json, version: str | None = None) -> ClaimRecord | None:
+    """A ResourceClaim read at ``version`` (default: its own ``apiVersion``'s)."""
     identity = meta(obj)
     if identity is None:
         return None
+    requests = as_list(as_map(as_map(obj, "spec"), "devices"), "requests")
+    if version is None and "apiVersion" not in obj:  # written by hand: by its shape
+        inline = any(isinstance(r, Mapping) and "deviceClassName" in r for r in requests)
+        version = "v1beta1" if inline else None
+    version = read_version(obj, version, DRA_VERSIONS)
     namespace, name, uid, _ = identity
-    spec, status = as_map(obj, "spec"), as_map(obj, "status")
+    status = as_map(obj, "status")
     allocation = as_map(status, "allocation")
     devices = tuple(
         AllocatedDevice(
@@ -325,7 +226,7 @@ def parse_claim(obj: Json) -> ClaimRecord | None:
         namespace=namespace,
         name=name,
         uid=uid,
-        requests=tuple(_claim_request(r) for r in as_list(as_map(spec, "devices"), "requests")),
+        requests=tuple(_claim_request(r, version) for r in requests),
         allocated=bool(allocation),
         devices=devices,
         reserved_for=tuple(
@@ -341,8 +242,9 @@ def parse_claim(obj: Json) -> ClaimRecord | None:
     )
 
 
-def parse_taint_rule(obj: Json) -> TaintRuleRecord | None:
-    """A DeviceTaintRule; ``None`` without a name or without a taint key."""
+def parse_taint_rule(obj: Json, version: str | None = None) -> TaintRuleRecord | None:
+    """A DeviceTaintRule (v1alpha3, v1beta2 and v1 share one shape, so ``version`` changes
+    nothing); ``None`` without a name or without a taint key."""
     identity = meta(obj)
     if identity is None:
         return None

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from openrl_inspect.adapters.kubernetes._capacity import (
+    NO_COUNTS,
     CapacityCounts,
+    GpuCounts,
     NodeCapacity,
     ProductCapacity,
+    count_gpus,
     node_capacity,
-    split,
 )
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
@@ -41,11 +43,11 @@ from openrl_inspect.adapters.kubernetes._records import (
     ObjectKey,
     PodRecord,
 )
-from openrl_inspect.adapters.kubernetes._store import SliceStore, Store, with_rules
+from openrl_inspect.adapters.kubernetes._store import SliceStore, Store, with_parents, with_rules
 
 Pool = tuple[str, str]  # (driver, pool)
 T = TypeVar("T", ClaimRecord, PodRecord, SliceRecord)
-ZERO = CapacityCounts()
+ZERO = GpuCounts()
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,7 @@ class NodeGpus:
     gpus: tuple[GpuDevice, ...]
     holders: Mapping[DeviceKey, tuple[ClaimRecord, ...]]
     capacity: NodeCapacity | None
-    products: tuple[tuple[str, CapacityCounts], ...]
+    products: tuple[tuple[str, GpuCounts], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +72,12 @@ class GpuSnapshot:
 
     version: int
     nodes: Mapping[str, NodeGpus]
-    total: CapacityCounts
+    total: CapacityCounts  # whole GPUs (a partitioned one once)
     by_product: tuple[ProductCapacity, ...]
     #: Nodes counted: every Node object, and every node name a device is published on.
     node_count: int
+    slices: CapacityCounts = NO_COUNTS  # MIG slices
+    partitioned: int = 0  # GPUs partitioned into MIG slices
 
     def gpus_on(self, node: str) -> tuple[GpuDevice, ...]:
         found = self.nodes.get(node)
@@ -95,18 +99,15 @@ def _records(store: Store[T], keys: Iterable[ObjectKey]) -> list[T]:
 
 def _product_counts(
     gpus: Iterable[GpuDevice], held: Mapping[DeviceKey, object], capacity: NodeCapacity | None
-) -> tuple[tuple[str, CapacityCounts], ...]:
-    """A node's counts by product: DRA devices one by one (a node may mix products), a
-    device-plugin node whole under its product label."""
+) -> tuple[tuple[str, GpuCounts], ...]:
+    """A node's counts by product: DRA devices GPU by GPU (a node may mix products; a
+    partitioned GPU once, its MIG slices apart), a device-plugin node whole under its
+    product label."""
     condition = capacity.condition if capacity is not None else "unhealthy"
-    totals: dict[str, CapacityCounts] = {}
-    for g in gpus:
-        one = split(1, 1 if g.key in held else 0, 0 if g.healthy else 1, condition)
-        product = g.product_name or "unknown"
-        totals[product] = totals.get(product, ZERO) + one
+    totals = count_gpus(gpus, held, condition)
     if capacity is not None and capacity.basis == "device-plugin":
         product = capacity.product or "unknown"
-        totals[product] = totals.get(product, ZERO) + capacity.counts
+        totals[product] = totals.get(product, ZERO) + capacity.tally
     return tuple(sorted(totals.items()))
 
 
@@ -135,7 +136,7 @@ class GpuViews:
         self._node_keys: dict[str, set[DeviceKey]] = {}
         self._nodes: dict[str, NodeGpus] = {}
         self._total, self._node_count = ZERO, 0
-        self._product_counts: dict[str, CapacityCounts] = {}
+        self._product_counts: dict[str, GpuCounts] = {}
         self._product_nodes: dict[str, int] = {}
         self._dirty_pools: set[Pool] = set()
         self._dirty_devices: set[DeviceKey] = set()
@@ -217,11 +218,19 @@ class GpuViews:
         self._dirty_pools, self._dirty_devices, self._dirty_nodes = set(), set(), set()
         self._version += 1
         by_product = tuple(
-            ProductCapacity(p, self._product_nodes[p], self._product_counts[p])
+            ProductCapacity(p, self._product_nodes[p], c.gpus, c.slices, c.partitioned)
             for p in sorted(self._product_counts)
+            for c in (self._product_counts[p],)
         )
+        total = self._total
         return GpuSnapshot(
-            self._version, dict(self._nodes), self._total, by_product, self._node_count
+            self._version,
+            dict(self._nodes),
+            total.gpus,
+            by_product,
+            self._node_count,
+            total.slices,
+            total.partitioned,
         )
 
     def _pool(self, pool: Pool, rules: list[TaintRuleRecord]) -> None:
@@ -231,10 +240,11 @@ class GpuViews:
         if members:
             newest = max(s.pool_generation for s in members)
             members.sort(key=lambda s: s.key)
-            devices = [
-                with_rules(d, rules) for s in members if s.pool_generation == newest
-                for d in s.devices
-            ]  # fmt: skip
+            devices = with_parents(
+                [with_rules(d, rules) for s in members if s.pool_generation == newest
+                 for d in s.devices],
+                rules,
+            )  # fmt: skip
             devices.sort(key=lambda d: d.key)
         for old in self._pools.pop(pool, ()):
             node = old.node_name or ""
@@ -282,7 +292,7 @@ class GpuViews:
         if record is None:
             return
         if record.capacity is not None:
-            counts = record.capacity.counts
+            counts = record.capacity.tally
             self._total = self._total + counts if sign > 0 else self._total - counts
             self._node_count += sign
         for product, counts in record.products:

@@ -10,9 +10,13 @@ from the list's resourceVersion with bookmarks, applying ADDED / MODIFIED / DELE
 * When the API server goes away it retries with exponential backoff (and jitter),
   resuming the watch from its resourceVersion; a server that lost that history answers
   410 and the informer relists.
-* 404 on the collection means the API group is not installed (no Kueue, no DRA): the
-  kind is reported as not served and holds nothing; it is asked again after a resync
-  period.
+* Every LIST first asks discovery again which version to read (``_discovery``, shared by
+  the informers of a group): the parser is the one of that version. A group not
+  installed (no Kueue, no DRA) is reported as not served and holds nothing; one served
+  only at versions the adapter does not read is reported unsupported and holds nothing
+  (its reads are refused, see ``_source``); both are asked again after a resync period.
+  A 404 on a collection discovery had offered (the version was just dropped) relists at
+  once, at the version discovery now gives.
 
 Requests never wait on an informer: they read the store (see ``kubernetes_source``).
 """
@@ -27,16 +31,24 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from openrl_inspect.adapters.kubernetes._api import KubeApi, NotServed, ResourceExpired
+from openrl_inspect.adapters.kubernetes._api import KubeApi, ResourceExpired
+from openrl_inspect.adapters.kubernetes._discovery import NotDiscovered, NotServed
 from openrl_inspect.adapters.kubernetes._json import object_key, resource_version
 from openrl_inspect.adapters.kubernetes._records import KindStatus
 from openrl_inspect.adapters.kubernetes._resources import BACKEND, WatchedResource
 from openrl_inspect.adapters.kubernetes._store import Keyed, Store
-from openrl_inspect.core.errors import BackendError, BackendProtocolError, BackendUnavailable
+from openrl_inspect.core.errors import (
+    ApiVersionUnsupported,
+    BackendError,
+    BackendProtocolError,
+    BackendUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Keyed)
+#: A parser: an object as served at an API version -> its record (None: skip it).
+Parse = Callable[[Mapping[str, Any], str], R | None]
 
 
 class Informer(Generic[R]):
@@ -48,7 +60,7 @@ class Informer(Generic[R]):
         resource: WatchedResource,
         namespace: str | None,
         store: Store[R],
-        parse: Callable[[Mapping[str, Any]], R | None],
+        parse: Parse[R],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
@@ -66,9 +78,12 @@ class Informer(Generic[R]):
         self.error_since: float | None = None
         self.relists = 0
         self.watch_restarts = 0
+        self.version: str | None = None
+        self.unsupported: ApiVersionUnsupported | None = None
 
     def status(self) -> KindStatus:
         now = self.clock()
+        unsupported = self.unsupported
         return KindStatus(
             kind=self.resource.kind,
             served=self.served,
@@ -80,6 +95,10 @@ class Informer(Generic[R]):
             relists=self.relists,
             watch_restarts=self.watch_restarts,
             evicted=self.store.evicted,
+            group=self.resource.group,
+            version=self.version,
+            understood=self.resource.versions,
+            unsupported_versions=() if unsupported is None else unsupported.seen,
         )
 
     async def run(self) -> None:
@@ -107,10 +126,19 @@ class Informer(Generic[R]):
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, self.settings.backoff_max_s)
                 self._fail("resource version expired")
-            except NotServed:
+            except ApiVersionUnsupported as exc:
+                self._not_served(exc)
+                need_list = True
+                await asyncio.sleep(self.settings.resync_period_s)
+            except NotDiscovered:
                 self._not_served()
                 need_list = True
                 await asyncio.sleep(self.settings.resync_period_s)
+            except NotServed as exc:  # gone since discovery offered it: ask again soon
+                need_list = True
+                self._fail(exc.message)
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, self.settings.backoff_max_s)
             except BackendError as exc:
                 self._fail(exc.message)
                 await self._sleep(backoff)
@@ -146,14 +174,22 @@ class Informer(Generic[R]):
         self.last_error = None
         self.error_since = None
 
-    def _not_served(self) -> None:
-        self.served = False
+    def _not_served(self, unsupported: ApiVersionUnsupported | None = None) -> None:
+        """Not served (no version has it), or ``unsupported``: served only at versions
+        the adapter does not read. Either way it holds nothing."""
+        self.served = unsupported is not None
+        self.unsupported = unsupported
+        self.version = None
         self.store.replace([], namespace=self.namespace)
         self.resource_version = None
         self._healthy()
+        if unsupported is not None:
+            log.warning("kubernetes %s: %s", self._name, unsupported.message)
+            self.last_error = unsupported.message
         self.synced.set()
 
     async def _relist(self) -> None:
+        version = await self.api.version(self.resource, fresh=True)
         records: list[R] = []
         token: str | None = None
         while True:
@@ -162,9 +198,10 @@ class Informer(Generic[R]):
                 self.namespace,
                 limit=self.settings.list_page_size,
                 continue_token=token,
+                version=version,
             )
             for item in page.items:
-                record = self.parse(item)
+                record = self.parse(item, version)
                 if record is not None:
                     records.append(record)
             token = page.continue_token
@@ -175,16 +212,18 @@ class Informer(Generic[R]):
         self.last_list_at = self.clock()
         self.relists += 1
         self.served = True
+        self.version, self.unsupported = version, None
         self._healthy()
         self.synced.set()
 
     async def _watch(self) -> int:
         """Watch until the server ends the stream or a resync is due; events applied."""
         assert self.resource_version is not None and self.last_list_at is not None
+        assert self.version is not None
         until_resync = self.last_list_at + self.settings.resync_period_s - self.clock()
         timeout = max(1, math.ceil(min(self.settings.watch_timeout_s, until_resync)))
         async with self.api.watch(
-            self.resource, self.namespace, self.resource_version, timeout
+            self.resource, self.namespace, self.resource_version, timeout, self.version
         ) as stream:
             self.watch_restarts += 1
             self._healthy()
@@ -206,7 +245,7 @@ class Informer(Generic[R]):
             code = obj.get("code")
             raise BackendUnavailable(BACKEND, f"watch {self._name}: the server reported {code}")
         if kind in ("ADDED", "MODIFIED"):
-            record = self.parse(obj)
+            record = self.parse(obj, self.version or "")
             if record is not None:
                 self.store.upsert(record)
             elif (key := object_key(obj)) is not None:

@@ -112,6 +112,15 @@ def meta(obj: Json) -> tuple[str, str, str, dict[str, str]] | None:
     )
 
 
+def read_version(obj: Json, version: str | None, understood: Sequence[str]) -> str:
+    """The API version to parse ``obj`` as: the one it was read at, else its own
+    ``apiVersion``'s (objects written by hand, the twins'), else the newest understood."""
+    if version is not None and version in understood:
+        return version
+    own = (as_str(obj, "apiVersion") or "").rpartition("/")[2]
+    return own if own in understood else understood[0]
+
+
 def object_key(obj: Json) -> ObjectKey | None:
     """The key of a raw object (used for DELETED events, whatever the kind)."""
     metadata = as_map(obj, "metadata")

@@ -7,6 +7,9 @@ writing at once cannot both win: the API server answers the later one 409, raise
 ``LeaseConflict``. ``KubeLeases`` is the store over the official asyncio client's
 ``CoordinationV1Api`` (raw JSON, an explicit ``_request_timeout`` on every call, SDK
 errors translated as everywhere in this adapter); ``memory.MemoryLeases`` is its twin.
+Before its first call it asks discovery whether ``coordination.k8s.io/v1`` serves Leases
+(the only version it writes): a cluster that does not is told apart from one that is
+down.
 Importing this module does not import the SDK: ``_api`` loads it when a client opens.
 """
 
@@ -19,8 +22,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
-from openrl_inspect.adapters.kubernetes._api import create_api_client, kclient, translate
-from openrl_inspect.adapters.kubernetes._resources import BACKEND, COORDINATION_GROUP
+from openrl_inspect.adapters.kubernetes._api import KubeApi, create_api_client, kclient, translate
+from openrl_inspect.adapters.kubernetes._discovery import Discovery
+from openrl_inspect.adapters.kubernetes._resources import BACKEND, COORDINATION_GROUP, LEASES
 from openrl_inspect.adapters.kubernetes._settings import KubernetesSettings
 from openrl_inspect.core.backend_calls import timed
 from openrl_inspect.core.errors import BackendError, BackendProtocolError, BackendUnavailable
@@ -104,12 +108,16 @@ def parse_lease(obj: Mapping[str, Any]) -> LeaseRecord:
 
 
 class KubeLeases:
-    """``LeaseStore`` over ``CoordinationV1Api``; every call bounded by ``timeout_s``."""
+    """``LeaseStore`` over ``CoordinationV1Api``; every call bounded by ``timeout_s``.
+    With ``discovery``, the first call checks that the cluster serves Leases in v1."""
 
-    def __init__(self, api_client: Any, timeout_s: float) -> None:
+    def __init__(
+        self, api_client: Any, timeout_s: float, discovery: Discovery | None = None
+    ) -> None:
         self._client = api_client
         self._api = kclient.CoordinationV1Api(api_client)
         self._timeout = float(timeout_s)
+        self._discovery = discovery
 
     async def get(self, namespace: str, name: str) -> LeaseRecord | None:
         status, body = await self._call(
@@ -132,6 +140,10 @@ class KubeLeases:
         return self._record(status, answer, "replace lease")
 
     async def _call(self, what: str, call: Any, *args: Any) -> tuple[int, bytes]:
+        if self._discovery is not None:
+            # NotServed, or ApiVersionUnsupported naming the versions the cluster serves.
+            await self._discovery.version(LEASES)
+            self._discovery = None
         with timed(BACKEND), translate(what):
             response = await call(*args, _request_timeout=self._timeout)
             try:
@@ -162,7 +174,8 @@ class KubeLeases:
 async def open_leases(settings: KubernetesSettings) -> AsyncIterator[KubeLeases]:
     """A Lease client configured as the watch cache is (in-cluster or a kubeconfig)."""
     api_client, _ = await create_api_client(settings)
-    leases = KubeLeases(api_client, settings.request_timeout_s)
+    discovery = KubeApi(api_client, settings).discovery
+    leases = KubeLeases(api_client, settings.request_timeout_s, discovery)
     try:
         yield leases
     finally:

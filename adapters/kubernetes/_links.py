@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import ClaimRecord, TaintRuleRecord
+from openrl_inspect.adapters.kubernetes._devices import ClaimRecord, TaintRuleRecord
 from openrl_inspect.adapters.kubernetes._event_store import EventStore, event_store
 from openrl_inspect.adapters.kubernetes._records import (
     JobRecord,

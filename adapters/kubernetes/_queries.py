@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
 )
@@ -48,17 +48,25 @@ _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)
 
 @dataclass(frozen=True, slots=True)
 class Selector:
-    """How a direct LIST may be narrowed on the server (the query still filters)."""
+    """How a direct LIST may be narrowed on the server (the query still filters).
+
+    ``required``: the read cannot be answered without the kind; when the cluster serves
+    it only at API versions the adapter does not read, the read is refused. A kind that
+    only links objects (ownership) is not required: the read goes on without it, marked
+    degraded.
+    """
 
     namespace: str | None = None
     labels: str | None = None
     fields: str | None = None
+    required: bool = True
 
 
 ALL = Selector()
+LINKS = Selector(required=False)
 # What a read by model needs beside its own kind: the kinds that link objects by
 # ownership (``_links``); unlabelled, so a direct read cannot narrow them.
-_OWNERSHIP = {WORKLOADS: ALL, JOBS: ALL, JOBSETS: ALL}
+_OWNERSHIP = {WORKLOADS: LINKS, JOBS: LINKS, JOBSETS: LINKS}
 
 
 def field_equals(field: str, value: str) -> str:
@@ -134,8 +142,10 @@ class KubernetesSource(abc.ABC):
     one on ``ClusterView``, and its loader.
 
     Errors: ``BackendUnavailable`` / ``BackendTimeout`` / ``BackendProtocolError`` (backend
-    ``"kubernetes"``) when an answer needs the API server and it fails; ``InvalidInput``
-    for a negative limit. In steady state no read reaches the API server.
+    ``"kubernetes"``) when an answer needs the API server and it fails;
+    ``ApiVersionUnsupported`` when it needs a kind the cluster serves only at API versions
+    the adapter does not read; ``InvalidInput`` for a negative limit. In steady state no
+    read reaches the API server.
     """
 
     #: The label keys naming a model and a role (settings; the real source sets them).
@@ -210,7 +220,10 @@ class KubernetesSource(abc.ABC):
         check_limit(limit)
         if not keys:
             return []
-        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        namespace = by_keys(keys).namespace
+        r = await self._resolve(
+            {**_OWNERSHIP, WORKLOADS: Selector(namespace), PODS: Selector(namespace)}
+        )
         return r.many(r.view.pods_for_workloads(keys, limit))
 
     # --- nodes --------------------------------------------------------------------------
@@ -294,13 +307,14 @@ class KubernetesSource(abc.ABC):
         if not model_ids:
             return []
         by_label = Selector(labels=label_in(self.labels.model, model_ids))
-        r = await self._resolve({**_OWNERSHIP, PODS: by_label})
+        r = await self._resolve({**_OWNERSHIP, WORKLOADS: ALL, PODS: by_label})
         return r.many(r.view.workloads_by_model(model_ids, limit))
 
     async def get_workloads(self, keys: Sequence[ObjectKey]) -> list[WorkloadRecord | None]:
         if not keys:
             return []
-        r = await self._resolve({**_OWNERSHIP, PODS: Selector(namespace=by_keys(keys).namespace)})
+        namespace = by_keys(keys).namespace
+        r = await self._resolve({**_OWNERSHIP, WORKLOADS: ALL, PODS: Selector(namespace)})
         return r.view.get_workloads(keys)
 
     # --- DRA claims ---------------------------------------------------------------------

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
+from openrl_inspect.core.errors import ApiVersionUnsupported
+
 MODEL_ID_LABEL = "openrl.ai/model-id"
 ROLE_LABEL = "openrl.ai/role"
 # What Kueue and the job controllers write on the objects they create: how a Workload,
@@ -277,6 +279,8 @@ class WorkloadRecord:
     # The job it queues: owner references and Kueue's job-uid label, by UID.
     job_uids: tuple[str, ...] = ()
     owners: tuple[OwnerRef, ...] = ()
+    # WorkloadPriorityClass (Kueue's) or PriorityClass (the pods'); None if unnamed.
+    priority_class_kind: str | None = None
 
     @property
     def key(self) -> ObjectKey:
@@ -303,6 +307,11 @@ class KindStatus:
     bounded cache (events) dropped to stay in its bounds. A kind is degraded when it has not
     synced yet or its watch is failing (answers then come from a possibly stale cache or
     a bounded direct read).
+
+    ``version`` is the API version it is read at, as discovery chose it. A kind the
+    cluster serves only at versions the adapter does not read has ``unsupported_versions``
+    (those it saw; ``understood`` the ones it reads): it holds nothing, and a read that
+    needs it is refused with ``ApiVersionUnsupported`` rather than answered empty.
     """
 
     kind: str
@@ -315,10 +324,26 @@ class KindStatus:
     relists: int
     watch_restarts: int
     evicted: int = 0
+    group: str = ""
+    version: str | None = None
+    understood: tuple[str, ...] = ()
+    unsupported_versions: tuple[str, ...] = ()
+
+    @property
+    def unsupported(self) -> bool:
+        return bool(self.unsupported_versions)
 
     @property
     def degraded(self) -> bool:
+        if self.unsupported:  # nothing to be stale about: its reads are refused
+            return False
         return self.served and (not self.synced or self.last_error is not None)
+
+    def refusal(self) -> ApiVersionUnsupported:
+        """The error a read needing this (unsupported) kind raises."""
+        return ApiVersionUnsupported(
+            "kubernetes", self.group, self.kind, self.unsupported_versions, self.understood
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +359,11 @@ class SourceStatus:
     @property
     def degraded(self) -> bool:
         return any(k.degraded for k in self.kinds)
+
+    @property
+    def unsupported(self) -> tuple[KindStatus, ...]:
+        """The kinds served only at API versions the adapter does not read."""
+        return tuple(k for k in self.kinds if k.unsupported)
 
     def kind(self, name: str) -> KindStatus | None:
         return next((k for k in self.kinds if k.kind == name), None)

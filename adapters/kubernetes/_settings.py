@@ -21,7 +21,6 @@ ENV_PREFIX = "OPENRL_INSPECT_KUBERNETES_"
 _LABEL_KEY = re.compile(
     r"(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 )
-DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
 @dataclass(frozen=True)
@@ -29,12 +28,14 @@ class KubernetesSettings:
     """How to reach the API server and how the watch cache behaves.
 
     ``namespaces`` selects the namespaces whose pods, workloads, claims and events are
-    watched (empty: all; a Node's events live in ``default``). ``dra_version`` is
-    ``auto`` (ask discovery; prefer v1) or a fixed ``resource.k8s.io`` version.
-    ``max_direct_read`` bounds the one LIST that answers a request while a kind's cache
-    has not synced yet. The events cache keeps at most ``max_events`` Events, none last
-    seen more than ``event_max_age_s`` ago (the API server's own event TTL is an hour),
-    evicting the oldest.
+    watched (empty: all; a Node's events live in ``default``). No API version is
+    configured: each group is read at the newest version the API server serves among
+    those the adapter understands, chosen by discovery at start-up and again on every
+    relist (``_discovery``), so a setting can never pin a version the cluster has
+    stopped serving. ``max_direct_read`` bounds the one LIST that answers a request
+    while a kind's cache has not synced yet. The events cache keeps at most
+    ``max_events`` Events, none last seen more than ``event_max_age_s`` ago (the API
+    server's own event TTL is an hour), evicting the oldest.
     """
 
     in_cluster: bool = False
@@ -48,12 +49,9 @@ class KubernetesSettings:
     max_direct_read: int = 500
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
-    kueue_version: str = "v1beta1"
-    jobset_version: str = "v1alpha2"
     # The labels OpenRL puts on its jobs and pods (Cloud Logging's label keys follow).
     model_label: str = MODEL_ID_LABEL
     role_label: str = ROLE_LABEL
-    dra_version: str = "auto"
     gpu_drivers: tuple[str, ...] = (NVIDIA_GPU_DRIVER,)
     max_events: int = 20_000
     event_max_age_s: float = 3600.0
@@ -71,8 +69,6 @@ class KubernetesSettings:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()}: not a Kubernetes label key")
         if self.max_events < 1 or self.event_max_age_s <= 0:
             raise SettingsError(f"{ENV_PREFIX}MAX_EVENTS/EVENT_MAX_AGE_S: must be positive")
-        if self.dra_version != "auto" and self.dra_version not in DRA_VERSIONS:
-            raise SettingsError(f"{ENV_PREFIX}DRA_VERSION: one of auto, {', '.join(DRA_VERSIONS)}")
 
     @property
     def labels(self) -> LabelKeys:

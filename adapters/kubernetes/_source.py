@@ -3,7 +3,10 @@
 In steady state a read touches no API server at all: it queries the informers' stores.
 A kind whose informer has not synced yet is answered by one bounded direct LIST
 (``max_direct_read`` items, narrowed by selectors where the query allows) and the answer
-is marked degraded; so is an answer from a synced cache whose watch is failing.
+is marked degraded; so is an answer from a synced cache whose watch is failing. A read
+that needs a kind the cluster serves only at API versions the adapter does not read is
+refused (``ApiVersionUnsupported``); a kind it only follows links through is left out,
+and the answer marked degraded.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from typing import Any
 
 from openrl_inspect.adapters.kubernetes._api import (
     KubeApi,
-    NotServed,
     create_api_client,
     refresh_credentials,
 )
+from openrl_inspect.adapters.kubernetes._discovery import NotServed
 from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._events import parse_event
-from openrl_inspect.adapters.kubernetes._informer import Informer
+from openrl_inspect.adapters.kubernetes._informer import Informer, Parse
 from openrl_inspect.adapters.kubernetes._pods import parse_node, parse_pod
 from openrl_inspect.adapters.kubernetes._queries import KubernetesSource, Resolved, Selector
 from openrl_inspect.adapters.kubernetes._records import KindStatus, SourceStatus
@@ -55,6 +58,7 @@ from openrl_inspect.adapters.kubernetes._store import (
 )
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
+from openrl_inspect.core.errors import ApiVersionUnsupported
 
 # kind -> (ClusterView field, empty store factory)
 _VIEW_FIELDS: dict[str, tuple[str, Callable[[], Store[Any]]]] = {
@@ -72,6 +76,11 @@ _RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 _DIRECT_READS_AT_ONCE = 4
 
 
+def _one_version(parse: Callable[[Mapping[str, Any]], Any]) -> Parse[Any]:
+    """A kind with one version (pods, nodes, jobs, events): its parser ignores it."""
+    return lambda obj, version: parse(obj)
+
+
 class KubernetesCacheSource(KubernetesSource):
     """Informer-backed ``KubernetesSource``. Open it with ``open_kubernetes``."""
 
@@ -85,16 +94,17 @@ class KubernetesCacheSource(KubernetesSource):
         self._credentials_loader = credentials_loader
         drivers = frozenset(self.settings.gpu_drivers)
         self.labels = labels = self.settings.labels
-        self.parsers: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-            PODS.kind: functools.partial(parse_pod, keys=labels),
-            NODES.kind: parse_node,
+        # Each takes the object and the API version it was read at.
+        self.parsers: dict[str, Parse[Any]] = {
+            PODS.kind: _one_version(functools.partial(parse_pod, keys=labels)),
+            NODES.kind: _one_version(parse_node),
             WORKLOADS.kind: functools.partial(parse_workload, keys=labels),
             RESOURCE_SLICES.kind: functools.partial(parse_slice, drivers=drivers),
             RESOURCE_CLAIMS.kind: parse_claim,
-            JOBS.kind: functools.partial(parse_job, kind="Job", keys=labels),
-            JOBSETS.kind: functools.partial(parse_job, kind="JobSet", keys=labels),
+            JOBS.kind: _one_version(functools.partial(parse_job, kind="Job", keys=labels)),
+            JOBSETS.kind: _one_version(functools.partial(parse_job, kind="JobSet", keys=labels)),
             DEVICE_TAINT_RULES.kind: parse_taint_rule,
-            EVENTS.kind: parse_event,
+            EVENTS.kind: _one_version(parse_event),
         }
         self.informers: dict[str, list[Informer[Any]]] = {}
         for resource in WATCHED_RESOURCES:
@@ -167,6 +177,10 @@ class KubernetesCacheSource(KubernetesSource):
             relists=sum(p.relists for p in parts),
             watch_restarts=sum(p.watch_restarts for p in parts),
             evicted=parts[0].evicted,  # one store, as for objects
+            group=parts[0].group,
+            version=next((p.version for p in parts if p.version), None),
+            understood=parts[0].understood,
+            unsupported_versions=next((p.unsupported_versions for p in parts if p.unsupported), ()),
         )
 
     async def status(self) -> SourceStatus:
@@ -179,6 +193,11 @@ class KubernetesCacheSource(KubernetesSource):
         replacements: dict[str, Any] = {}
         for kind, selector in needs.items():
             status = self.kind_status(kind)
+            if status.unsupported:
+                if selector.required:
+                    raise status.refusal()
+                degraded = True  # links through it are missing
+                continue
             if status.synced:
                 degraded = degraded or status.degraded
                 continue
@@ -215,7 +234,12 @@ class KubernetesCacheSource(KubernetesSource):
                     )
                 except NotServed:
                     continue
-                records.extend(r for r in map(parse, page.items) if r is not None)
+                except ApiVersionUnsupported:
+                    if selector.required:
+                        raise
+                    return [], False  # a link kind: the read is marked degraded
+                found = (parse(item, page.version) for item in page.items)
+                records.extend(r for r in found if r is not None)
                 short = short or page.continue_token is not None
         return records, short
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
@@ -197,6 +197,37 @@ def taint_rule_store() -> Store[TaintRuleRecord]:
     return Store[TaintRuleRecord]()
 
 
+def with_parents(devices: Sequence[GpuDevice], rules: Sequence[TaintRuleRecord]) -> list[GpuDevice]:
+    """One pool's devices (rules applied) with each MIG slice carrying its GPU's taints,
+    marked ``inherited_from``: a slice is on its GPU, so what makes the GPU unhealthy
+    makes the slice so. The GPU's taints are those of its own device when the driver
+    publishes it (dynamic MIG), else those of the DeviceTaintRules that name it by device
+    name (``gpu-3`` for ``gpu-3-mig-...``; static MIG publishes slices only). The
+    scheduler does not apply inherited taints: they say the hardware is sick."""
+    whole = {d.gpu_id: d for d in devices if not d.is_slice}
+    out = []
+    for device in devices:
+        parent_name = device.parent_device
+        if not device.is_slice or (parent_name is None and device.gpu_id not in whole):
+            out.append(device)
+            continue
+        parent = whole.get(device.gpu_id)
+        if parent is not None:
+            inherited = parent.taints
+        else:
+            named = (r for r in rules if r.evaluable and r.device and r.names(device, parent_name))
+            inherited = tuple(r.taint for r in named)
+        source = parent.device if parent is not None else parent_name
+        own = {(t.key, t.value, t.effect) for t in device.taints}
+        extra = tuple(
+            replace(t, inherited_from=source)
+            for t in inherited
+            if (t.key, t.value, t.effect) not in own
+        )
+        out.append(replace(device, taints=device.taints + extra) if extra else device)
+    return out
+
+
 def with_rules(device: GpuDevice, rules: Sequence[TaintRuleRecord]) -> GpuDevice:
     """The device with the taints of the DeviceTaintRules that select it added (taints are
     cumulative: the driver's and every rule's). A rule that also needs a CEL expression
@@ -230,12 +261,13 @@ class GpuIndex:
         for s in slices:
             pool = (s.driver, s.pool)
             newest[pool] = max(newest.get(pool, s.pool_generation), s.pool_generation)
-        devices = [
-            with_rules(d, ordered)
-            for s in slices
-            if s.pool_generation == newest[(s.driver, s.pool)]
-            for d in s.devices
-        ]
+        pools: dict[tuple[str, str], list[GpuDevice]] = {}
+        for s in slices:
+            if s.pool_generation == newest[(s.driver, s.pool)]:
+                pools.setdefault((s.driver, s.pool), []).extend(
+                    with_rules(d, ordered) for d in s.devices
+                )
+        devices = [d for pool in pools.values() for d in with_parents(pool, ordered)]
         devices.sort(key=lambda d: d.key)
         self.devices: list[GpuDevice] = devices
         self.keys: list[DeviceKey] = [d.key for d in devices]

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
 )

@@ -1,4 +1,10 @@
-"""Parsers for what Kueue queues: Workloads and the jobs they name (Job, JobSet)."""
+"""Parsers for what Kueue queues: Workloads and the jobs they name (Job, JobSet).
+
+Workloads are read in ``kueue.x-k8s.io/v1beta2`` or ``v1beta1``. Of the fields read,
+only the priority class differs: v1beta2 names it in ``spec.priorityClassRef`` (group,
+kind, name), v1beta1 in ``spec.priorityClassName`` with ``spec.priorityClassSource``
+saying which kind it is; conditions, admission and requeue state are the same.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from openrl_inspect.adapters.kubernetes._json import (
     meta,
     owner_refs,
     parse_time,
+    read_version,
     str_map,
     unique,
 )
@@ -29,8 +36,24 @@ from openrl_inspect.adapters.kubernetes._records import (
     PodSetAssignment,
     WorkloadRecord,
 )
+from openrl_inspect.adapters.kubernetes._resources import KUEUE_VERSIONS
 
 # --- Kueue workloads ---------------------------------------------------------------------
+
+# v1beta1's priorityClassSource -> the kind v1beta2's priorityClassRef names.
+_PRIORITY_SOURCES = {
+    "kueue.x-k8s.io/workloadpriorityclass": "WorkloadPriorityClass",
+    "scheduling.k8s.io/priorityclass": "PriorityClass",
+}
+
+
+def _priority_class(spec: Json, version: str) -> tuple[str | None, str | None]:
+    """(name, kind) of the Workload's priority class, as its version writes them."""
+    if version == "v1beta1":
+        source = as_str(spec, "priorityClassSource") or ""
+        return as_str(spec, "priorityClassName") or None, _PRIORITY_SOURCES.get(source)
+    ref = as_map(spec, "priorityClassRef")
+    return as_str(ref, "name") or None, as_str(ref, "kind") or None
 
 
 def _template_model(pod_sets: Sequence[Any], key: str) -> str | None:
@@ -43,13 +66,19 @@ def _template_model(pod_sets: Sequence[Any], key: str) -> str | None:
     return None
 
 
-def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecord | None:
+def parse_workload(
+    obj: Json, version: str | None = None, keys: LabelKeys = DEFAULT_LABELS
+) -> WorkloadRecord | None:
+    """A Workload read at ``version`` (default: its own ``apiVersion``'s)."""
     identity = meta(obj)
     if identity is None:
         return None
     namespace, name, uid, labels = identity
     spec, status = as_map(obj, "spec"), as_map(obj, "status")
     owners = owner_refs(as_map(obj, "metadata"))
+    priority_class, priority_kind = _priority_class(
+        spec, read_version(obj, version, KUEUE_VERSIONS)
+    )
     admission = None
     raw_admission = as_map(status, "admission")
     if raw_admission:
@@ -73,7 +102,8 @@ def parse_workload(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> WorkloadRecor
         model_id=labels.get(keys.model) or _template_model(as_list(spec, "podSets"), keys.model),
         queue_name=as_str(spec, "queueName"),
         priority=as_int(spec.get("priority")),
-        priority_class=as_str(spec, "priorityClassName"),
+        priority_class=priority_class,
+        priority_class_kind=priority_kind,
         active=spec.get("active") is not False,
         pod_sets=tuple(
             PodSet(name=as_str(item, "name") or "", count=as_int(item.get("count")))

@@ -4,8 +4,10 @@ Records are set directly (``put``, ``put_gpus``, ``remove``; DeviceTaintRules to
 taints the GPU reads then apply as the real source does, and Events, into a store
 bounded as the real one is); reads go through the same
 queries as the real watch cache, so a demo or a unit test sees the same ordering,
-truncation and batching. ``failure`` makes every read raise (a backend outage), and
-``degraded_kinds`` marks answers degraded as an unsynced cache would. ``parse_object``
+truncation and batching. ``failure`` makes every read raise (a backend outage),
+``degraded_kinds`` marks answers degraded as an unsynced cache would, and
+``unsupported`` (kind -> the versions "served") refuses the reads that need a kind as a
+cluster serving it only at versions the adapter does not read does. ``parse_object``
 turns an object as the API server serves it into its record with the real parsers, so
 a twin's objects can be written as the controllers write them.
 
@@ -18,15 +20,13 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from openrl_inspect.adapters.kubernetes._dra import (
+from openrl_inspect.adapters.kubernetes._devices import (
     ClaimRecord,
     GpuDevice,
     SliceRecord,
     TaintRuleRecord,
-    parse_claim,
-    parse_slice,
-    parse_taint_rule,
 )
+from openrl_inspect.adapters.kubernetes._dra import parse_claim, parse_slice, parse_taint_rule
 from openrl_inspect.adapters.kubernetes._event_store import EventStore
 from openrl_inspect.adapters.kubernetes._events import EventRecord, parse_event
 from openrl_inspect.adapters.kubernetes._lease import LeaseConflict, LeaseRecord
@@ -54,6 +54,7 @@ from openrl_inspect.adapters.kubernetes._records import (
     SourceStatus,
     WorkloadRecord,
 )
+from openrl_inspect.adapters.kubernetes._resources import WATCHED_RESOURCES
 from openrl_inspect.adapters.kubernetes._view import ClusterView
 from openrl_inspect.adapters.kubernetes._workloads import parse_job, parse_workload
 from openrl_inspect.core.errors import BackendError
@@ -68,6 +69,8 @@ Record = (
     | TaintRuleRecord
     | EventRecord
 )
+
+_RESOURCES = {r.kind: r for r in WATCHED_RESOURCES}
 
 # By ``kind``: the parsers the real source reads the API server's JSON with.
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], Record | None]] = {
@@ -99,6 +102,7 @@ class MemoryKubernetesSource(KubernetesSource):
         self.view.gpu_views.watch()  # the twin's stores live as long as it: follow them
         self.failure: BackendError | None = None
         self.degraded_kinds: set[str] = set()
+        self.unsupported: dict[str, tuple[str, ...]] = {}
         self.put(*records)
 
     def put(self, *records: Record) -> None:
@@ -162,28 +166,38 @@ class MemoryKubernetesSource(KubernetesSource):
     async def _resolve(self, needs: Mapping[str, Selector]) -> Resolved:
         if self.failure is not None:
             raise self.failure
-        return Resolved(self.view, degraded=bool(self.degraded_kinds & set(needs)))
+        degraded = bool(self.degraded_kinds & set(needs))
+        for kind, selector in needs.items():
+            if kind in self.unsupported:
+                if selector.required:
+                    raise self._status(kind).refusal()
+                degraded = True
+        return Resolved(self.view, degraded=degraded)
+
+    def _status(self, kind: str) -> KindStatus:
+        resource = _RESOURCES[kind]
+        seen = self.unsupported.get(kind, ())
+        degraded = kind in self.degraded_kinds
+        error = None if self.failure is None else self.failure.message
+        return KindStatus(
+            kind=kind,
+            served=True,
+            synced=not degraded,
+            objects=0 if seen else len(self._stores()[kind]),
+            list_age_s=0.0,
+            error_age_s=None if error is None else 0.0,
+            last_error=error,
+            relists=1,
+            watch_restarts=1,
+            evicted=self._stores()[kind].evicted,
+            group=resource.group,
+            version=None if seen else resource.versions[0],
+            understood=resource.versions,
+            unsupported_versions=seen,
+        )
 
     async def status(self) -> SourceStatus:
-        kinds = []
-        for kind, store in self._stores().items():
-            degraded = kind in self.degraded_kinds
-            error = None if self.failure is None else self.failure.message
-            kinds.append(
-                KindStatus(
-                    kind=kind,
-                    served=True,
-                    synced=not degraded,
-                    objects=len(store),
-                    list_age_s=0.0,
-                    error_age_s=None if error is None else 0.0,
-                    last_error=error,
-                    relists=1,
-                    watch_restarts=1,
-                    evicted=store.evicted,
-                )
-            )
-        return SourceStatus("kubernetes", tuple(kinds))
+        return SourceStatus("kubernetes", tuple(self._status(kind) for kind in self._stores()))
 
 
 class MemoryLeases:

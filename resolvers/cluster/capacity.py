@@ -43,5 +43,11 @@ async def cluster_capacity(ctx: Context) -> counting.ClusterCapacity:
     snap = views.snapshot
     degraded = bool(views.degraded & _COUNTED_KINDS)
     return counting.ClusterCapacity(
-        snap.total, snap.by_product, snap.node_count, degraded, views.truncated
+        snap.total,
+        snap.by_product,
+        snap.node_count,
+        degraded,
+        views.truncated,
+        slices=snap.slices,
+        partitioned=snap.partitioned,
     )

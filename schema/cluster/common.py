@@ -104,7 +104,26 @@ class TaintType:
 @strawberry.type(description="One kind's watch cache.")
 class KubernetesKindStatus:
     kind: str
+    group: str = strawberry.field(
+        description="Its API group (empty for the core API: pods, nodes)."
+    )
     served: bool = strawberry.field(description="False when the cluster does not serve it.")
+    version: str | None = strawberry.field(
+        description="The API version it is read at: the newest the cluster serves among "
+        "those this inspector understands (discovery, checked again on every relist); "
+        "null while unknown, not served or unsupported."
+    )
+    unsupported: bool = strawberry.field(
+        description="The cluster serves it only at versions this inspector does not "
+        "read (`versionsSeen`): it holds nothing and the fields that need it fail with "
+        "API_VERSION_UNSUPPORTED."
+    )
+    versions_seen: list[str] = strawberry.field(
+        description="When unsupported: the versions the cluster serves it at."
+    )
+    versions_understood: list[str] = strawberry.field(
+        description="The versions this inspector reads it at, newest first."
+    )
     synced: bool = strawberry.field(description="Listed at least once since the start.")
     degraded: bool = strawberry.field(description="Not synced yet, or its watch is failing.")
     objects: int
@@ -122,7 +141,12 @@ class KubernetesKindStatus:
     def from_record(cls, rec: KindStatus) -> KubernetesKindStatus:
         return cls(
             kind=rec.kind,
+            group=rec.group,
             served=rec.served,
+            version=rec.version,
+            unsupported=rec.unsupported,
+            versions_seen=list(rec.unsupported_versions),
+            versions_understood=list(rec.understood),
             synced=rec.synced,
             degraded=rec.degraded,
             objects=rec.objects,

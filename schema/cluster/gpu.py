@@ -17,7 +17,13 @@ from openrl_inspect.schema.cluster.common import (
     SOURCE_DESCRIPTION,
     LiveConnection,
 )
-from openrl_inspect.schema.cluster.gpu_health import DeviceTaintType, GpuHealth, health
+from openrl_inspect.schema.cluster.gpu_health import (
+    DeviceTaintType,
+    GpuHealth,
+    GpuKind,
+    health,
+    kind,
+)
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.fields import GpuMetricsFields
 from openrl_inspect.schema.shown import shown
@@ -64,27 +70,51 @@ class GpuHolder:
         return shown(rec) if rec else None
 
 
-@strawberry.type(name="GPU", description="A GPU as NVIDIA's DRA driver publishes it (live).")
+@strawberry.type(
+    name="GPU",
+    description="A GPU, or a MIG slice of one (`kind`), as NVIDIA's DRA driver publishes "
+    "it (live).",
+)
 class Gpu(GpuMetricsFields):
     uuid: str | None
     driver: str
     pool: str
-    device: str = strawberry.field(description="The device name in its pool (`gpu-0`).")
+    device: str = strawberry.field(
+        description="The device name in its pool (`gpu-0`; a MIG slice `gpu-0-mig-...`)."
+    )
+    kind: GpuKind = strawberry.field(description="A whole GPU or a MIG slice of one.")
+    profile: str | None = strawberry.field(
+        description="A MIG slice's profile (`1g.10gb`: compute slices and memory); null "
+        "for a whole GPU."
+    )
+    parent_uuid: str | None = strawberry.field(
+        description="A MIG slice's GPU, by UUID; null for a whole GPU."
+    )
+    parent_device: str | None = strawberry.field(
+        description="A MIG slice's GPU, by device name (`gpu-0`), whether or not the "
+        "driver publishes the GPU itself (static MIG publishes only its slices)."
+    )
     pool_generation: int
     node_name: str | None
-    index: int | None
-    minor: int | None
+    index: int | None = strawberry.field(
+        description="Its `index` attribute (NVIDIA's driver before 25.8)."
+    )
+    minor: int | None = strawberry.field(
+        description="A whole GPU's minor number: its `minor` attribute, or from its name "
+        "`gpu-<minor>` (drivers from 25.8 publish no `minor`)."
+    )
     product_name: str | None
     architecture: str | None
     driver_version: str | None
     pci_bus_id: str | None
     memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
     health: GpuHealth = strawberry.field(
-        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it "
-        "(counted unhealthy, never free, in capacity)."
+        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it, "
+        "or, for a MIG slice, off its GPU (counted unhealthy, never free, in capacity)."
     )
     taints: list[DeviceTaintType] = strawberry.field(
-        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name."
+        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name, "
+        "then (a MIG slice) those it inherits from its GPU (`inheritedFrom`)."
     )
     taint_rules_not_evaluated: list[str] = strawberry.field(
         description="DeviceTaintRules that may taint it but need a CEL selector or a "
@@ -104,6 +134,10 @@ class Gpu(GpuMetricsFields):
             driver=rec.driver,
             pool=rec.pool,
             device=rec.device,
+            kind=kind(rec),
+            profile=rec.profile,
+            parent_uuid=rec.parent_uuid,
+            parent_device=rec.parent_device,
             pool_generation=rec.pool_generation,
             node_name=rec.node_name,
             index=rec.index,

@@ -34,8 +34,30 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 COUNTS = (
     "Every GPU is in exactly one of held, free, unhealthy and tainted: "
-    "total = held + free + unhealthy + tainted."
+    "total = held + free + unhealthy + tainted. A GPU partitioned into MIG slices counts "
+    "once (held when any slice is held; free only when all are), its slices apart, in "
+    "`slices`."
 )
+PARTITIONED = "GPUs partitioned into MIG slices (counted once each in `total`)."
+
+
+@strawberry.type(
+    description="MIG slices counted apart from whole GPUs: each slice in exactly one of "
+    "held, free, unhealthy (its own taint, or its GPU's) and tainted (a cordoned or "
+    "tainted node): total = held + free + unhealthy + tainted."
+)
+class SliceCapacity:
+    total: int = strawberry.field(description="MIG slices published.")
+    held: int = strawberry.field(description="Allocated to a claim.")
+    free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
+    unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
+    tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
+
+    @classmethod
+    def from_record(cls, c: counting.CapacityCounts) -> SliceCapacity:
+        return cls(
+            total=c.total, held=c.held, free=c.free, unhealthy=c.unhealthy, tainted=c.tainted
+        )
 
 
 @strawberry.type(description=f"GPU capacity of one node. {COUNTS}")
@@ -55,6 +77,8 @@ class NodeCapacity:
     free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
     unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
     tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
+    partitioned: int = strawberry.field(description=PARTITIONED)
+    slices: SliceCapacity = strawberry.field(description="Its MIG slices.")
 
     @classmethod
     def from_record(cls, rec: counting.NodeCapacity) -> NodeCapacity:
@@ -69,6 +93,8 @@ class NodeCapacity:
             free=c.free,
             unhealthy=c.unhealthy,
             tainted=c.tainted,
+            partitioned=rec.partitioned,
+            slices=SliceCapacity.from_record(rec.slices),
         )
 
     @strawberry.field(description="The node (live).")
@@ -86,6 +112,8 @@ class ProductCapacity:
     free: int
     unhealthy: int
     tainted: int
+    partitioned: int = strawberry.field(description=PARTITIONED)
+    slices: SliceCapacity = strawberry.field(description="Its MIG slices.")
 
     @classmethod
     def from_record(cls, rec: counting.ProductCapacity) -> ProductCapacity:
@@ -98,6 +126,8 @@ class ProductCapacity:
             free=c.free,
             unhealthy=c.unhealthy,
             tainted=c.tainted,
+            partitioned=rec.partitioned,
+            slices=SliceCapacity.from_record(rec.slices),
         )
 
 
@@ -109,6 +139,8 @@ class ClusterCapacity:
     free: int
     unhealthy: int
     tainted: int
+    partitioned: int = strawberry.field(description=PARTITIONED)
+    slices: SliceCapacity = strawberry.field(description="The cluster's MIG slices.")
     by_product: list[ProductCapacity]
     degraded: bool = strawberry.field(
         description="Some kind it needed was not in sync: the counts may be stale."
@@ -126,6 +158,8 @@ class ClusterCapacity:
             free=c.free,
             unhealthy=c.unhealthy,
             tainted=c.tainted,
+            partitioned=rec.partitioned,
+            slices=SliceCapacity.from_record(rec.slices),
             by_product=[ProductCapacity.from_record(p) for p in rec.by_product],
             degraded=rec.degraded,
             truncated=rec.truncated,

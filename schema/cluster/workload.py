@@ -96,7 +96,14 @@ class Workload(WorkloadEventFields):
     )
     queue_name: str | None = strawberry.field(description="The LocalQueue it was sent to.")
     priority: int | None
-    priority_class: str | None
+    priority_class: str | None = strawberry.field(
+        description="Its priority class: `spec.priorityClassRef.name` (kueue.x-k8s.io "
+        "v1beta2) or `spec.priorityClassName` (v1beta1)."
+    )
+    priority_class_kind: str | None = strawberry.field(
+        description="WorkloadPriorityClass (Kueue's) or PriorityClass (the pods'), from "
+        "`priorityClassRef.kind` (v1beta2) or `priorityClassSource` (v1beta1)."
+    )
     active: bool
     status: str = strawberry.field(
         description="pending, quota_reserved, admitted, evicted, inactive or finished."
@@ -122,6 +129,7 @@ class Workload(WorkloadEventFields):
             queue_name=rec.queue_name,
             priority=rec.priority,
             priority_class=rec.priority_class,
+            priority_class_kind=rec.priority_class_kind,
             active=rec.active,
             status=workload_status(rec),
             admitted_at=(

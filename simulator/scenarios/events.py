@@ -20,7 +20,7 @@ from openrl_inspect.simulator.kube_twin import NAMESPACE
 from openrl_inspect.simulator.scenarios.objects import iso, micro
 
 Json = dict[str, Any]
-API = {"Pod": "v1", "Node": "v1", "Workload": "kueue.x-k8s.io/v1beta1"}
+API = {"Pod": "v1", "Node": "v1", "Workload": "kueue.x-k8s.io/v1beta2"}
 SCHEDULER_INSTANCE = "default-scheduler-gke-openrl-control-plane"
 
 

@@ -1,5 +1,5 @@
-"""Kueue Workloads (``kueue.x-k8s.io/v1beta1``) as Kueue writes them, and the JobSet
-and Jobs it queues, for staging.
+"""Kueue Workloads (``kueue.x-k8s.io/v1beta2``, Kueue's storage version since 0.16) as
+Kueue writes them, and the JobSet and Jobs it queues, for staging.
 
 Kueue's words, from its source: the preemption message ("Preempted to accommodate a
 workload (UID: ..., JobUID: ...) due to prioritization in the ClusterQueue; preemptor
@@ -42,6 +42,7 @@ from openrl_inspect.simulator.scenarios.objects import (
 )
 
 Json = dict[str, Any]
+API_VERSION = "kueue.x-k8s.io/v1beta2"
 ROLES = ("trainer", "sampler")
 NO_RESERVATION = ("NoReservation", "The workload has no reservation")
 
@@ -118,7 +119,7 @@ def workload(
     label), with ``conditions`` and more ``status`` (admission, requeueState, checks)."""
     name = workload_name(model_id)
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": API_VERSION,
         "kind": "Workload",
         "metadata": {
             "name": name,
@@ -142,8 +143,11 @@ def workload(
             "active": active,
             "queueName": queue,
             "priority": 100,
-            "priorityClassName": "openrl-standard",
-            "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+            "priorityClassRef": {
+                "group": "kueue.x-k8s.io",
+                "kind": "WorkloadPriorityClass",
+                "name": "openrl-standard",
+            },
             "podSets": [_pod_set(model_id, role) for role in ROLES],
         },
         "status": {"conditions": list(conditions), **(status or {})},

@@ -16,9 +16,10 @@ import pytest
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.errors import BackendUnavailable
-from openrl_inspect.simulator import SimConfig, Simulation
+from openrl_inspect.simulator import SimConfig, Simulation, partitions
 from openrl_inspect.simulator.kube_twin import LOCAL_QUEUE, cluster_records, mirror_kubernetes
 from openrl_inspect.simulator.scenarios.base import SCENARIO_NODES
+from openrl_inspect.simulator.scenarios.cluster_shapes import EVAL_HOLDS
 from support.harness import app_client, gql, populate
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +44,14 @@ async def world() -> World:
 
 def running(sim: Simulation) -> list[Any]:
     return [m for m in sim.models.values() if m.state in ("placed", "active")]
+
+
+# The partitioned node's GPUs other teams hold slices of: held, though no model holds them.
+MIG_HELD = len({gpu for holds in EVAL_HOLDS.values() for gpu, _ in holds})
+
+
+def held_gpus(sim: Simulation) -> int:
+    return sum(len(n.held) for n in sim.cluster.nodes) + MIG_HELD
 
 
 WALK = """
@@ -174,8 +183,8 @@ async def test_capacity_matches_the_simulation(world: World) -> None:
         body = await gql(client, query)
     assert "errors" not in body, body
     cap = body["data"]["capacity"]
-    total = sum(len(n.gpus) for n in nodes)
-    held = sum(len(n.held) for n in nodes)
+    total = sum(len(n.gpus) for n in nodes)  # a partitioned GPU once
+    held = held_gpus(world.sim)
     assert (cap["nodes"], cap["total"], cap["held"], cap["free"]) == (
         len(nodes), total, held, total - held,
     )  # fmt: skip
@@ -188,10 +197,11 @@ async def test_capacity_matches_the_simulation(world: World) -> None:
         for g in n.gpus:
             per_product[g.product] += 1
             held_product[g.product] += g.uuid in n.held
+        held_product[n.gpus[0].product] += MIG_HELD if n.partitioned else 0
     assert {p["product"]: (p["total"], p["held"]) for p in cap["byProduct"]} == {
         product: (per_product[product], held_product[product]) for product in per_product
     }
-    expected = {n.name: (len(n.gpus), len(n.held)) for n in nodes}
+    expected = {n.name: (len(n.gpus), MIG_HELD if n.partitioned else len(n.held)) for n in nodes}
     by_node = {c["nodeName"]: (c["total"], c["held"]) for c in cap["byNode"]["nodes"]}
     assert by_node == expected
     assert {c["basis"] for c in cap["byNode"]["nodes"]} == {"dra"}
@@ -300,7 +310,15 @@ async def test_lists_page_through_real_cursors(world: World) -> None:
         )
         bad_ns = await gql(client, '{ pod(namespace: "Not_A_Namespace", name: "x") { name } }')
     assert names == sorted(n.name for n in world.sim.cluster.nodes)
-    all_uuids = {g.uuid for n in world.sim.cluster.nodes for g in n.gpus}
+    # Devices: a whole GPU, or a partitioned GPU's slices.
+    all_uuids = {g.uuid for n in world.sim.cluster.nodes if not n.partitioned for g in n.gpus}
+    all_uuids |= {
+        partitions.slice_uuid(g, p)
+        for n in world.sim.cluster.nodes
+        if n.partitioned
+        for g in n.gpus
+        for p in partitions.LAYOUT
+    }
     assert {g["uuid"] for g in gpus["data"]["gpus"]["nodes"]} == all_uuids
     assert gpus["data"]["gpus"]["totalCount"] == len(all_uuids)
     assert [g["index"] for g in rest["data"]["node"]["gpus"]["nodes"]] == [3, 4, 5, 6, 7]
@@ -351,7 +369,7 @@ async def test_the_twin_follows_the_simulation(world: World) -> None:
     assert placement["livePods"] == [] and placement["liveWorkload"] is None  # gone live
     assert {g["uuid"] for g in placement["liveGpus"]} == gpus
     assert not any(g["held"] for g in placement["liveGpus"])
-    assert body["data"]["capacity"]["held"] == sum(len(n.held) for n in sim.cluster.nodes)
+    assert body["data"]["capacity"]["held"] == held_gpus(sim)
 
 
 async def test_the_twin_is_deterministic() -> None:
@@ -361,12 +379,15 @@ async def test_the_twin_is_deterministic() -> None:
 
     first, second = await records(), await records()
     assert first == second
-    assert len(first.nodes) == len(first.slices) == 6 + SCENARIO_NODES[1]
+    assert len(first.nodes) == len(first.slices) == 6 + SCENARIO_NODES[1] + 1  # + MIG
     # Workloads name their model by ownership (Kueue copies no labels by default); only
     # those staged whole, as Kueue writes them, name it in their pod sets' templates too.
     staged = {w.model_id for w in first.workloads if w.model_id is not None}
-    assert all(w.owners[0].kind == "JobSet" for w in first.workloads)
+    # (A pod group's Workload is owned by its pods.)
+    assert all(w.owners[0].kind in ("JobSet", "Pod") for w in first.workloads)
     assert staged and all(w.name == f"openrl-{w.model_id}" for w in first.workloads if w.model_id)
     assert len(staged) < len(first.workloads) / 2
     owned = {uid for w in first.workloads for uid in w.job_uids}
-    assert all(set(p.job_uids) & owned for p in first.pods)
+    # Every OpenRL pod is a Workload's, through its jobs or (a pod group's) itself; the
+    # pods other teams run on MIG slices are not queued by Kueue.
+    assert all((set(p.job_uids) | {p.uid}) & owned for p in first.pods if p.namespace == "openrl")

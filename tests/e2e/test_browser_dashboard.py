@@ -182,6 +182,25 @@ def test_cluster_page_shows_every_node_and_gpu_and_opens_a_holder(ui: Browser) -
     ui.page.wait_for_selector(f"header[data-model='{holder}']")
 
 
+def test_cluster_page_shows_a_partitioned_gpu_as_one_box_of_its_slices(ui: Browser) -> None:
+    ui.open("#/cluster")
+    ui.page.wait_for_selector("[data-page=cluster] [data-parent]")
+    cluster = ask(ui.base, "cluster")["data"]
+    (node,) = [n for n in cluster["nodes"]["nodes"] if n["capacity"]["partitioned"]]
+    parents = sorted({g["parentUuid"] for g in node["gpus"]["nodes"] if g["kind"] == "MIG"})
+    boxes = ui.page.eval_on_selector_all(
+        f"[data-node='{node['name']}'] [data-parent]",
+        "els => els.map(e => [e.dataset.parent, e.querySelectorAll('[data-gpu]').length])",
+    )
+    assert sorted(b[0] for b in boxes) == parents and {b[1] for b in boxes} == {4}
+    slices = node["capacity"]["slices"]
+    shown = ui.page.inner_text(f"[data-node='{node['name']}'] [data-node-slices]")
+    assert shown == f"{slices['held']}/{slices['total']} MIG slices held"
+    row = ui.page.inner_text("[data-section=capacity] tr.total [data-slices]")
+    total = cluster["capacity"]["slices"]
+    assert row == f"{total['held']} held, {total['free']} free of {total['total']}"
+
+
 def test_navigation_between_pages_and_back(ui: Browser) -> None:
     ui.open("#/overview")
     ui.page.wait_for_selector("[data-page=overview]")

@@ -130,6 +130,9 @@ EXPECTED: dict[str, tuple[CauseKind, Verdict, Check]] = {
     "quota": (CauseKind.QUOTA, Verdict.WAITING,
               lambda f, w: f["flavor"] == "h100-flavor" and f["shortfall"] == 6),
     "not_queued": (CauseKind.NOT_QUEUED, Verdict.WAITING, lambda f, w: f["reason"] == "NotFound"),
+    "pod_group_quota": (CauseKind.QUOTA, Verdict.WAITING,
+                        lambda f, w: (f["resource"], f["flavor"], f["shortfall"])
+                        == ("cpu", "cpu-highmem", 16)),
     "preempted": (CauseKind.PREEMPTED, Verdict.WAITING,
                   lambda f, w: f["reason"] == "InClusterQueue"
                   and f["preemptor_uid"] == f"uid-wl-{waiting.PREEMPTOR}" and f["events"] == 2),

@@ -3,11 +3,14 @@
 Enough of the API for the inspector's adapter, driven by the OFFICIAL client through a
 kubeconfig (``write_kubeconfig``):
 
-* core/v1 pods and nodes, ``kueue.x-k8s.io/v1beta1`` workloads, ``resource.k8s.io``
-  (v1 and/or v1beta1) resourceslices and resourceclaims, ``batch/v1`` jobs and
-  ``jobset.x-k8s.io/v1alpha2`` jobsets, ``events.k8s.io/v1`` events, cluster-wide and namespaced, and
-  devicetaintrules in those of v1, v1beta2 and v1alpha3 that are served
-  (``only_versions`` narrows a resource to some versions of its group);
+* core/v1 pods and nodes, ``kueue.x-k8s.io`` workloads (v1beta1 and v1beta2 by
+  default), ``resource.k8s.io`` (v1 and/or v1beta2, v1beta1) resourceslices and
+  resourceclaims, ``batch/v1`` jobs and ``jobset.x-k8s.io/v1alpha2`` jobsets,
+  ``events.k8s.io/v1`` events, cluster-wide and namespaced, and devicetaintrules in
+  those of v1, v1beta2 and v1alpha3 that are served (``only_versions`` narrows a
+  resource to some versions of its group). Every object is served at the version asked
+  for, converted as the API server or the CRD's conversion webhook would
+  (``kube_conversion``), whatever version it was written in;
 * discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<v>``,
   ``/version``;
 * LIST with ``metadata.resourceVersion``, ``limit``/``continue`` paging over a consistent
@@ -48,6 +51,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+
+from support.kube_conversion import convert
 
 Obj = dict[str, Any]
 TOKEN = "fake-token-for-tests"
@@ -182,8 +187,10 @@ class FakeKube:
         # (namespace, pod, container, previous) -> [(epoch seconds, line)], oldest first
         self.logs: dict[tuple[str, str, str, bool], list[tuple[float, str]]] = {}
         self.log_clock: Any = time.time  # the kubelet's "now", for sinceSeconds
+        # group -> served versions, the server's preferred first (newest, as the API
+        # server sorts them whatever the storage version).
         self.served: dict[str, tuple[str, ...]] = {
-            "kueue.x-k8s.io": ("v1beta1",),
+            "kueue.x-k8s.io": ("v1beta2", "v1beta1"),
             "batch": ("v1",),
             "jobset.x-k8s.io": ("v1alpha2",),
             "resource.k8s.io": ("v1", "v1beta1"),
@@ -385,7 +392,7 @@ class FakeKube:
                 return h.send_json(
                     404, status_body(404, "NotFound", f'{res.plural} "{name}" not found')
                 )
-            return h.send_json(200, obj)
+            return h.send_json(200, convert(obj, res.group, version))
         return self._list(h, res, version, namespace, query)
 
     def _discovery(self, parts: list[str]) -> Obj | None:
@@ -490,13 +497,15 @@ class FakeKube:
             body = body[: int(query["limitBytes"])]
         h.send_bytes(200, body, "text/plain")
 
-    def _matching(self, res: Res, namespace: str | None, query: Mapping[str, str]) -> list[Obj]:
+    def _matching(
+        self, res: Res, version: str, namespace: str | None, query: Mapping[str, str]
+    ) -> list[Obj]:
         labels, fields = query.get("labelSelector"), query.get("fieldSelector")
         out = []
         for key in sorted(self._objects[res]):
             obj = self._objects[res][key]
             if self._selected(obj, namespace, labels, fields):
-                out.append(copy.deepcopy(obj))
+                out.append(convert(obj, res.group, version))
         return out
 
     @staticmethod
@@ -526,7 +535,7 @@ class FakeKube:
                     return h.send_json(410, status_body(410, "Expired", message))
                 rv, items = snapshot
             else:
-                rv, items = self.rv, self._matching(res, namespace, query)
+                rv, items = self.rv, self._matching(res, version, namespace, query)
             metadata: Obj = {"resourceVersion": str(rv)}
             if limit and len(items) > limit:
                 items, rest = items[:limit], items[limit:]
@@ -560,7 +569,7 @@ class FakeKube:
             position = self.rv
             if start in ("", "0"):
                 # No position: synthetic ADDED events for the current state first.
-                current = self._matching(res, namespace, query)
+                current = self._matching(res, version, namespace, query)
                 pending = [{"type": "ADDED", "object": o} for o in current]
             elif int(start) < self.compacted_rv:
                 message = f"too old resource version: {start} ({self.compacted_rv})"
@@ -577,7 +586,7 @@ class FakeKube:
             while position >= 0:
                 with self._cond:
                     events = [
-                        {"type": e.type, "object": copy.deepcopy(e.obj)}
+                        {"type": e.type, "object": convert(e.obj, res.group, version)}
                         for e in self._history
                         if e.rv > position
                         and e.res == res

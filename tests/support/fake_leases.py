@@ -6,7 +6,9 @@ GET, POST (create; 409 ``AlreadyExists`` when it exists) and PUT (replace; 409
 as the API server answers them (``Status`` objects on failure, ``resourceVersion`` and
 ``uid`` set by the server). Every body written is checked against the official client's
 ``V1Lease`` model. ``requests`` records (verb, path); ``fail_with`` answers every request
-with that HTTP status (an API server in trouble).
+with that HTTP status (an API server in trouble). Discovery (``/apis``,
+``/apis/coordination.k8s.io/<version>``) answers with the versions in ``served``, counted
+in ``discoveries``, not in ``requests``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from support.client_models import roundtrip
 from support.fake_kube import TOKEN, status_body
 
+GROUP = "coordination.k8s.io"
 _PATH = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/?]+))?$")
 
 
@@ -31,6 +34,8 @@ class FakeLeases:
         self.leases: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
         self.fail_with: int | None = None
+        self.served: tuple[str, ...] = ("v1",)
+        self.discoveries = 0
         self._rv = 100
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -40,8 +45,27 @@ class FakeLeases:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
+    def _discovery(self, path: str) -> tuple[int, Any] | None:
+        parts = [p for p in path.split("?")[0].split("/") if p]
+        versions = [{"groupVersion": f"{GROUP}/{v}", "version": v} for v in self.served]
+        if parts == ["apis"]:
+            group: dict[str, Any] = {"name": GROUP, "versions": versions}
+            if versions:
+                group["preferredVersion"] = versions[0]
+            groups = [group] if versions else []
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        if len(parts) == 3 and parts[:2] == ["apis", GROUP] and parts[2] in self.served:
+            resource = {"name": "leases", "singularName": "lease", "namespaced": True}
+            resource |= {"kind": "Lease", "verbs": ["create", "get", "list", "update"]}
+            body = {"kind": "APIResourceList", "apiVersion": "v1"}
+            return 200, body | {"groupVersion": f"{GROUP}/{parts[2]}", "resources": [resource]}
+        return None
+
     def handle(self, verb: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         with self._lock:
+            if verb == "GET" and (discovered := self._discovery(path)) is not None:
+                self.discoveries += 1
+                return discovered
             self.requests.append((verb, path.split("?")[0]))
             if self.fail_with is not None:
                 return self.fail_with, status_body(self.fail_with, "InternalError", "failing")

@@ -1,18 +1,26 @@
-// Cluster: capacity by GPU product, every node's GPUs by duty and holder, pending workloads.
+// Cluster: capacity by GPU product, every node's GPUs by duty and holder (a GPU partitioned
+// into MIG slices as one box of its slices), pending workloads.
 import { dutyColour } from "../charts.js";
 import { ago, href, html, navigate, pct, useQuery } from "../lib.js";
 import { Banners, Empty, Failed, Loading, Missing, Section, Truncated } from "../parts.js";
 
+// "3 held, 5 free of 16" MIG slices, or a dash where none are published.
+function slices(c) {
+  return c.slices.total ? `${c.slices.held} held, ${c.slices.free} free of ${c.slices.total}` : "—";
+}
+
 function Capacity({ cap }) {
   if (!cap) return html`<${Section} title="Capacity" id="capacity"><${Missing} what="Capacity" /><//>`;
-  return html`<${Section} title="Capacity" id="capacity" note=${`${cap.nodes} nodes${cap.degraded ? ", cache not in sync" : ""}`}>
+  const note = `${cap.nodes} nodes${cap.partitioned ? `, ${cap.partitioned} GPUs in MIG slices (each counted once)` : ""}${cap.degraded ? ", cache not in sync" : ""}`;
+  const row = (c) => html`<td class="num">${c.total}</td><td class="num">${c.held}</td><td class="num">${c.free}</td><td class="num">${c.unhealthy}</td><td class="num">${c.tainted}</td><td class="num" data-slices>${slices(c)}</td>`;
+  return html`<${Section} title="Capacity" id="capacity" note=${note}>
     <table>
-      <thead><tr><th>GPU product</th><th>Nodes</th><th>Total</th><th>Held</th><th>Free</th><th>Unhealthy</th><th>Tainted</th></tr></thead>
+      <thead><tr><th>GPU product</th><th>Nodes</th><th>GPUs</th><th>Held</th><th>Free</th><th>Unhealthy</th><th>Tainted</th><th>MIG slices</th></tr></thead>
       <tbody>
         ${cap.byProduct.map(
-          (p) => html`<tr key=${p.product} data-product=${p.product}><td>${p.product}</td><td class="num">${p.nodes}</td><td class="num">${p.total}</td><td class="num">${p.held}</td><td class="num">${p.free}</td><td class="num">${p.unhealthy}</td><td class="num">${p.tainted}</td></tr>`,
+          (p) => html`<tr key=${p.product} data-product=${p.product}><td>${p.product}</td><td class="num">${p.nodes}</td>${row(p)}</tr>`,
         )}
-        <tr class="total"><td>All</td><td class="num">${cap.nodes}</td><td class="num">${cap.total}</td><td class="num">${cap.held}</td><td class="num">${cap.free}</td><td class="num">${cap.unhealthy}</td><td class="num">${cap.tainted}</td></tr>
+        <tr class="total"><td>All</td><td class="num">${cap.nodes}</td>${row(cap)}</tr>
       </tbody>
     </table>
     <${Truncated} when=${cap.truncated} what="nodes or GPUs" />
@@ -27,26 +35,59 @@ function gpuState(g, node) {
   return "free";
 }
 
-function GpuCell({ g, node, selected }) {
+function GpuCell({ g, node, selected, slice = false }) {
   const holder = g.heldBy[0];
   const modelId = holder?.model?.id || holder?.modelId || null;
   const state = gpuState(g, node);
   const duty = g.duty?.value ?? null;
   const tip = [
     `${node.name} ${g.device}`,
+    slice ? `MIG ${g.profile || "slice"} of ${g.parentDevice || g.parentUuid || "its GPU"}` : null,
     `${state}`,
     `duty ${pct(duty)}`,
     modelId ? `model ${modelId}` : null,
     holder?.pod ? `pod ${holder.pod.namespace}/${holder.pod.name}` : null,
     ...g.taints.map((t) => `taint ${t.key}:${t.effect}`),
   ].filter(Boolean).join("\n");
-  const cls = `gpu gpu-${state}${selected ? " selected" : ""}`;
+  const cls = `${slice ? "slice" : "gpu"} gpu-${state}${selected ? " selected" : ""}`;
   const style = `--duty:${dutyColour(duty)}`;
-  const label = `${g.device}, ${state}, duty ${pct(duty)}${modelId ? `, held by ${modelId}` : ""}`;
+  const what = slice ? `MIG slice ${g.profile || ""} ${g.device}` : g.device;
+  const label = `${what}, ${state}, duty ${pct(duty)}${modelId ? `, held by ${modelId}` : ""}`;
+  const text = slice ? "" : g.index ?? g.minor ?? "";
   if (modelId) {
-    return html`<a class=${cls} style=${style} href=${href("model", modelId)} title=${tip} aria-label=${label} data-gpu=${g.uuid} data-holder=${modelId}>${g.index ?? ""}</a>`;
+    return html`<a class=${cls} style=${style} href=${href("model", modelId)} title=${tip} aria-label=${label} data-gpu=${g.uuid} data-holder=${modelId}>${text}</a>`;
   }
-  return html`<span class=${cls} style=${style} title=${tip} aria-label=${label} tabindex="0" role="img" data-gpu=${g.uuid}>${g.index ?? ""}</span>`;
+  return html`<span class=${cls} style=${style} title=${tip} aria-label=${label} tabindex="0" role="img" data-gpu=${g.uuid}>${text}</span>`;
+}
+
+// A GPU partitioned into MIG slices: one GPU-sized box holding its slices, each shown as
+// a GPU would be (state, duty, holder); the box is outlined held when any slice is.
+function PartitionedGpu({ parent, parts, node, params }) {
+  const held = parts.some((g) => g.held);
+  const cols = Math.ceil(Math.sqrt(parts.length));
+  return html`<span class=${`gpu gpu-mig${held ? " gpu-held" : ""}`} style=${`--cols:${cols}`} data-parent=${parent}
+      title=${`${node.name} ${parts[0].parentDevice || parent}: ${parts.length} MIG slices, ${parts.filter((g) => g.held).length} held`}>
+    ${parts.map((g) => html`<${GpuCell} key=${g.uuid || g.device} g=${g} node=${node} selected=${params.gpu === g.uuid} slice=${true} />`)}
+  </span>`;
+}
+
+// The node's devices in order, a partitioned GPU's slices gathered where its first one is.
+function gpuBoxes(gpus) {
+  const out = [];
+  const groups = new Map();
+  for (const g of gpus) {
+    if (g.kind !== "MIG") {
+      out.push({ key: g.uuid || g.device, gpu: g });
+      continue;
+    }
+    const parent = g.parentUuid || g.parentDevice || g.device;
+    if (!groups.has(parent)) {
+      groups.set(parent, []);
+      out.push({ key: parent, parent, parts: groups.get(parent) });
+    }
+    groups.get(parent).push(g);
+  }
+  return out;
 }
 
 function NodeRow({ n, params }) {
@@ -58,11 +99,17 @@ function NodeRow({ n, params }) {
         navigate("cluster", null, { ...params, node: selected ? "" : n.name, gpu: "" });
       }}>${n.name}</a>
       <div class="muted small">${n.gpuProduct || "no GPU product"} · ${n.capacity.held}/${n.capacity.total} held
+        ${n.capacity.partitioned ? html` · <span data-node-slices>${n.capacity.slices.held}/${n.capacity.slices.total} MIG slices held</span>` : ""}
         ${n.capacity.condition !== "ok" ? html` · <span class="bad">${n.capacity.condition}</span>` : ""}</div>
     </div>
     <div class="gpus">
-      ${(n.gpus?.nodes || []).map((g) => html`<${GpuCell} key=${g.uuid || g.device} g=${g} node=${n} selected=${params.gpu === g.uuid} />`)}
+      ${gpuBoxes(n.gpus?.nodes || []).map((b) =>
+        b.gpu
+          ? html`<${GpuCell} key=${b.key} g=${b.gpu} node=${n} selected=${params.gpu === b.gpu.uuid} />`
+          : html`<${PartitionedGpu} key=${b.key} parent=${b.parent} parts=${b.parts} node=${n} params=${params} />`,
+      )}
       ${n.gpus?.nodes?.length === 0 && html`<span class="muted small">no DRA GPUs</span>`}
+      <${Truncated} when=${n.gpus?.truncated} what="GPUs of this node" />
     </div>
   </div>`;
 }
@@ -101,6 +148,7 @@ export function Cluster({ route }) {
       <div class="legend">
         <span><i class="gpu gpu-held sample"></i>held</span><span><i class="gpu gpu-free sample"></i>free</span>
         <span><i class="gpu gpu-unhealthy sample"></i>unhealthy</span><span><i class="gpu gpu-tainted sample"></i>tainted</span>
+        <span><i class="gpu gpu-mig sample" style="--cols:2"><b class="slice gpu-held"></b><b class="slice gpu-held"></b><b class="slice gpu-free"></b><b class="slice gpu-free"></b></i>a GPU in MIG slices</span>
         <span><i class="sample" style=${`background:${dutyColour(0)}`}></i>idle</span><span><i class="sample" style=${`background:${dutyColour(1)}`}></i>busy</span>
       </div>
       ${nodes == null

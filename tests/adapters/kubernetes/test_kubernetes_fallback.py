@@ -178,7 +178,7 @@ def test_settings_from_the_environment() -> None:
     assert settings.namespaces == ("openrl", "research") and settings.request_timeout_s == 3.5
     assert settings.in_cluster and settings.context == "prod" and settings.max_direct_read == 500
     with pytest.raises(SettingsError):
-        load_settings({"OPENRL_INSPECT_KUBERNETES_DRA_VERSION": "v2"})
+        load_settings({"OPENRL_INSPECT_KUBERNETES_LIST_PAGE_SIZE": "0"})
     with pytest.raises(SettingsError):
         load_settings({"OPENRL_INSPECT_KUBERNETES_WATCH_TIMEOUT_S": "0"})
 

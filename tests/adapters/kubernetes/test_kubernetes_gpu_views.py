@@ -1,7 +1,8 @@
 """The GPU views the watch cache keeps per event equal a recomputation from scratch.
 
 Random sequences of upserts and deletes of nodes, pods, ResourceSlices (pools, generations,
-device taints), ResourceClaims and DeviceTaintRules, with snapshots taken in between (so
+device taints, whole GPUs and MIG slices, with and without their GPU published),
+ResourceClaims and DeviceTaintRules, with snapshots taken in between (so
 flushes happen mid-sequence), then a relist (``replace``) to another random state. After
 each, the incrementally kept snapshot must equal (a) views built from scratch over the same
 stores and (b) the capacity and holders the resolvers computed per request before the
@@ -10,6 +11,7 @@ views existed (``GpuIndex``, the claims' device index, ``node_capacity``, ``by_p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies
@@ -53,6 +55,14 @@ taints = strategies.lists(
 ).map(tuple)
 
 
+# A MIG slice names its GPU gpu-<n>: each slice record's GPUs have numbers of their own.
+GPU_BASE = {"s0": 0, "s1": 4, "s2": 8, "s3": 12}
+
+
+def mig_name(name: str, parent: int, i: int) -> str:
+    return f"gpu-{GPU_BASE[name] + parent}-mig-{i}"
+
+
 @strategies.composite
 def slices(draw: Any) -> SliceRecord:
     name = draw(strategies.sampled_from(SLICES))
@@ -60,8 +70,10 @@ def slices(draw: Any) -> SliceRecord:
     generation = draw(strategies.integers(0, 2))
     node = draw(strategies.sampled_from([*NODES, None]))
     # Device names carry the slice's: a driver never publishes one device twice in a pool.
-    devices = tuple(
-        GpuDevice(
+    devices = []
+    for i in draw(strategies.sets(strategies.integers(0, 3), min_size=1, max_size=3)):
+        product = draw(strategies.sampled_from(PRODUCTS))
+        device = GpuDevice(
             driver=DRIVER,
             pool=pool,
             pool_generation=generation,
@@ -71,7 +83,7 @@ def slices(draw: Any) -> SliceRecord:
             uuid=f"GPU-{name}-{i}",
             index=i,
             minor=i,
-            product_name=draw(strategies.sampled_from(PRODUCTS)),
+            product_name=product,
             architecture=None,
             driver_version=None,
             pci_bus_id=None,
@@ -79,9 +91,24 @@ def slices(draw: Any) -> SliceRecord:
             slice_name=name,
             taints=draw(taints),
         )
-        for i in draw(strategies.sets(strategies.integers(0, 3), min_size=1, max_size=3))
-    )
-    return SliceRecord(name, DRIVER, pool, generation, node, devices)
+        # Sometimes MIG slices of GPU i, or of GPU 0 (whether published or not), their
+        # GPU by UUID or, without parentUUID, by name.
+        for parent in draw(strategies.sets(strategies.sampled_from([0, i]), max_size=1)):
+            for k in range(draw(strategies.integers(1, 3))):
+                devices.append(
+                    replace(
+                        device,
+                        device=mig_name(name, parent, 4 * i + k),
+                        device_type="mig",
+                        uuid=f"MIG-{name}-{parent}-{i}-{k}",
+                        parent_uuid=draw(strategies.sampled_from([f"GPU-{name}-{parent}", None])),
+                        profile="1g.10gb",
+                        taints=draw(taints),
+                    )
+                )
+        if draw(strategies.booleans()) or not devices:
+            devices.append(device)
+    return SliceRecord(name, DRIVER, pool, generation, node, tuple(devices))
 
 
 nodes = strategies.builds(
@@ -120,10 +147,13 @@ pods = strategies.builds(
 )
 
 allocated = strategies.builds(
-    lambda s, i, pool: AllocatedDevice("gpus", DRIVER, pool or USUAL_POOL[s], f"{s}-gpu-{i}"),
+    lambda s, i, pool, mig: AllocatedDevice(
+        "gpus", DRIVER, pool or USUAL_POOL[s], mig_name(s, mig, 4 * i) if mig else f"{s}-gpu-{i}"
+    ),
     strategies.sampled_from(SLICES),
     strategies.integers(0, 3),
     strategies.sampled_from([None] * 4 + POOLS),
+    strategies.sampled_from([None, None, 0, 1]),
 )
 
 claims = strategies.builds(
@@ -148,7 +178,7 @@ rules = strategies.builds(
     ),
     selects=strategies.booleans(),
     pool=strategies.sampled_from([None, *POOLS]),
-    device=strategies.sampled_from([None, "s0-gpu-0", "s1-gpu-1"]),
+    device=strategies.sampled_from([None, "s0-gpu-0", "s1-gpu-1", "gpu-0", "gpu-4"]),
     device_class=strategies.sampled_from([None, None, "gpu.nvidia.com"]),
 )
 
@@ -182,7 +212,14 @@ def apply(twin: MemoryKubernetesSource, op: tuple[Any, ...]) -> None:
 
 
 def comparable(snap: GpuSnapshot) -> tuple[Any, ...]:
-    return (dict(snap.nodes), snap.total, snap.by_product, snap.node_count)
+    return (
+        dict(snap.nodes),
+        snap.total,
+        snap.by_product,
+        snap.node_count,
+        snap.slices,
+        snap.partitioned,
+    )
 
 
 def from_scratch(view: ClusterView) -> GpuSnapshot:
@@ -215,6 +252,13 @@ def check_against_per_request(view: ClusterView, snap: GpuSnapshot) -> None:
     assert snap.by_product == by_product(per_node, index.devices, held, conditions)
     assert snap.node_count == len(names)
     assert snap.total == sum((c.counts for c in per_node), type(snap.total)())
+    assert snap.slices == sum((c.slices for c in per_node), type(snap.slices)())
+    assert snap.partitioned == sum(c.partitioned for c in per_node)
+    # A GPU once, however many slices: never more GPUs than devices, nor slices.
+    mig = [g for g in index.devices if g.is_slice and g.node_name]
+    assert snap.slices.total == len(mig)
+    whole = sum(c.counts.total for c in per_node if c.basis == "dra")
+    assert whole <= len([g for g in index.devices if g.node_name]) - len(mig) + snap.partitioned
     for g in index.devices:
         claim_keys = sorted(view.claims.keys_for("device", g.key))
         assert snap.holders(g) == tuple(view.claims.get(k) for k in claim_keys)
