@@ -23,13 +23,12 @@ from openrl_inspect.recorder._config import (
     default_recorder_id,
 )
 from openrl_inspect.recorder._flow import Flow
-from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._status import Status
 
 
 class RecorderBase:
     """The record methods and the counters, over a buffer, the status writes and the
-    flow of batches; ``Recorder`` and ``AsyncRecorder`` add a flusher."""
+    flow of batches; ``Recorder`` and ``AsyncRecorder`` add the flusher."""
 
     def __init__(
         self,
@@ -55,32 +54,19 @@ class RecorderBase:
         self.capacity = self._buffer.capacity
         self._status = Status(s, self.retention, self._buffer, self.recorder_id, worker, clock)
         self._worker_state = self._status.state
-        self._flow = Flow(s, self.retention, self._buffer, self._status, self._wid_of(worker))
-        self._wid = self._wid_of(worker)
+        wid = worker.id if worker is not None else None
+        self._flow = Flow(s, self.retention, self._buffer, self._status, wid)
         self._clock = clock
-        # Where record calls put: the thread mode's buffer, or the process mode's outbox.
-        self._door: Buffer | Outbox = self._buffer
-        self._attach(self._buffer)
-
-    def _attach(self, door: Buffer | Outbox) -> None:
-        """Point the record calls at ``door`` (the buffer, or the process mode's outbox)."""
-        self._door = door
-        self._put = door.put  # the hot path: one bound method call
-        if isinstance(door, Outbox):
-            door.status_fields = self._worker_state.fields  # the porter sends them
-
-    @staticmethod
-    def _wid_of(worker: WorkerInfo | None) -> str | None:
-        return worker.id if worker is not None else None
+        self._put = self._buffer.put  # the hot path: one bound method call
 
     @property
     def pending(self) -> int:
         """Records buffered or in flight (not yet written nor dropped)."""
-        return self._door.pending
+        return self._buffer.pending
 
     def stats(self) -> RecorderStats:
         """The exact counters: ``recorded == written + dropped + pending``."""
-        return self._door.stats(self.recorder_id)
+        return self._buffer.stats(self.recorder_id)
 
     # -- sessions and models ---------------------------------------------------------------
 
@@ -100,13 +86,13 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("session_opened")
+            self._buffer.malformed("session_opened")
 
     def session_closed(self, sid: str, at: float | None = None) -> None:
         try:
             self._put(("session_closed", (sid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("session_closed")
+            self._buffer.malformed("session_closed")
 
     def model_created(
         self,
@@ -132,7 +118,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("model_created")
+            self._buffer.malformed("model_created")
 
     def model_state(
         self, mid: str, state: str, reason: str | None = None, at: float | None = None
@@ -140,7 +126,7 @@ class RecorderBase:
         try:
             self._put(("model_state", (mid, state, self._clock() if at is None else at, reason)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("model_state")
+            self._buffer.malformed("model_state")
 
     # -- ops and steps -----------------------------------------------------------------------
 
@@ -160,21 +146,19 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_accepted")
+            self._buffer.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
-            rec = ("op_enqueued", (mid, oid, self._clock() if at is None else at))
-            self._put(rec)
+            self._put(("op_enqueued", (mid, oid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_enqueued")
+            self._buffer.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
-            rec = ("op_started", (mid, oid, worker_id, self._clock() if at is None else at))
-            self._put(rec)
+            self._put(("op_started", (mid, oid, worker_id, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_started")
+            self._buffer.malformed("op_started")
 
     def op_finished(
         self,
@@ -185,7 +169,7 @@ class RecorderBase:
         error: str | None = None,
         at: float | None = None,
     ) -> None:
-        try:  # {**m} copies without dict()'s type call: 2-5 us less cold (issue 17)
+        try:  # {**m} copies without dict()'s type call: 2-5 us less cold
             rec = (
                 "op_finished",
                 (
@@ -199,7 +183,7 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_finished")
+            self._buffer.malformed("op_finished")
 
     def step_metrics(
         self,
@@ -216,7 +200,7 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("step_metrics")
+            self._buffer.malformed("step_metrics")
 
     # -- workers, samplers, placements, client logs ----------------------------------------
 
@@ -248,7 +232,7 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("heartbeat")
+            self._buffer.malformed("heartbeat")
 
     def sampler_batch(
         self,
@@ -284,7 +268,7 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("sampler_batch")
+            self._buffer.malformed("sampler_batch")
 
     def client_log(
         self,
@@ -308,7 +292,7 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("client_log")
+            self._buffer.malformed("client_log")
 
     def placement_admitted(
         self,
@@ -338,17 +322,16 @@ class RecorderBase:
                 )
             )
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("placement_admitted")
+            self._buffer.malformed("placement_admitted")
 
     def placement_released(self, mid: str, pid: str, at: float | None = None) -> None:
         try:
             self._put(("placement_released", (mid, pid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("placement_released")
+            self._buffer.malformed("placement_released")
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
         # A dict update, atomic under the GIL (the heartbeat copies the dict): a lock and an
-        # encoding here cost a trainer 30-65 us a step. The process mode's porter sends it.
+        # encoding here cost a trainer 30-65 us a step.
         self._worker_state.fields.update(fields)
-        self._door.status_dirty = True
