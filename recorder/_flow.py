@@ -101,6 +101,7 @@ class Flow:
         self._id_prefix = f"{status.recorder_id}/"
         self._wid = worker_id
         self.held: Pending | None = None  # sent, to be retried until settled
+        self.next: Pending | None = None  # compiled while Redis works, not sent yet
         self._seq = 0
         self._streak = 0
         self._warned_drops = 0
@@ -109,10 +110,19 @@ class Flow:
     # -- taking and compiling ----------------------------------------------------------------
 
     def take(self) -> Pending | None:
-        """The batch to send next: the one held for a retry, or a new one."""
+        """The batch to send next: the one held for a retry, the prefetched one, or new."""
         if self.held is None:
-            self.held = self._pop()
+            p, self.next = self.next, None
+            self.held = p if p is not None else self._pop()
         return self.held
+
+    def prefetch(self) -> None:
+        """Take and compile the next batch while Redis works on the one just sent."""
+        try:
+            if self.next is None and self.buffer.queue and not self.buffer.closed:
+                self.next = self._pop()
+        except Exception:  # a failure here only costs the overlap
+            log.debug("recorder: prefetch failed", exc_info=True)
 
     def _pop(self) -> Pending | None:
         if not self.buffer.queue:
@@ -302,12 +312,13 @@ class Flow:
         buf = self.buffer
         buf.drop_queued("shutdown")
         with buf.lock:
-            p, self.held = self.held, None
-            if p is not None:
-                p.abandoned = True
-                for kind, _ in p.records:
-                    buf.drop_locked("shutdown", kind)
-                buf.settled += len(p.records)
+            for p in (self.held, self.next):
+                if p is not None:
+                    p.abandoned = True
+                    for kind, _ in p.records:
+                        buf.drop_locked("shutdown", kind)
+                    buf.settled += len(p.records)
+            self.held = self.next = None
         left = buf.stats(self.status.recorder_id).dropped_by_reason.get("shutdown", 0)
         if left:
             log.warning("recorder: closed with %d record(s) unwritten (dropped)", left)

@@ -70,7 +70,7 @@ class Flusher:
         if deadline is not None:
             limit = max(0.0, min(limit, deadline - time.monotonic()))
         try:
-            results = self.pipe.execute(a.commands, limit)
+            results = self.pipe.execute(a.commands, limit, self._flow.prefetch)
         except Exception as exc:
             return self._flow.on_failure(p, exc)
         return self._flow.on_results(a, results)

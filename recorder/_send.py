@@ -4,8 +4,10 @@ The answer is one result per command, a ``ResponseError`` in place of a command 
 rejected; connection errors and timeouts raise. Every pipeline is sent from the
 recorder's flusher thread:
 
-- ``SyncPipe``: a redis-py client (standalone or Cluster, or anything with its
-  ``pipeline``), used as it is: its pool hands the thread a connection of its own.
+- ``SyncPipe``: a redis-py client (Cluster, or anything with its ``pipeline``), used as
+  it is: its pool hands the thread a connection of its own. ``DirectPipe``, for a plain
+  ``redis.Redis``, sends the same commands through redis-py's ``Connection`` methods
+  directly, and compiles the next batch while Redis works on this one.
 - ``LoopPipe``: an asyncio client. Its connections belong to the event loop that made
   them, the caller's, so the flusher sends through a copy of it (``loop_copy``: the same
   server and parameters, a pool of its own) on an event loop of the flusher's own;
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -44,20 +46,29 @@ log = logging.getLogger("openrl_inspect.recorder")
 Command = tuple[Any, ...]
 
 
+def _nothing() -> None:
+    pass
+
+
 class Pipe:
     """Sends a batch as one pipeline, and what ``EVALSHA`` could not run again as ``EVAL``."""
 
-    def execute(self, commands: Sequence[Command], limit_s: float) -> list[Any]:
-        """One result per command; ``limit_s`` bounds an asyncio client's attempt."""
-        results = self.send(commands, limit_s)
+    def execute(
+        self, commands: Sequence[Command], limit_s: float, meanwhile: Callable[[], None] = _nothing
+    ) -> list[Any]:
+        """One result per command; ``limit_s`` bounds an asyncio client's attempt, and
+        ``meanwhile`` runs while Redis works, where the pipe can tell when that is."""
+        results = self.send(commands, limit_s, meanwhile)
         again = _noscript(commands, results)
         if again:
-            retried = self.send([_as_eval(commands[i]) for i in again], limit_s)
+            retried = self.send([_as_eval(commands[i]) for i in again], limit_s, _nothing)
             for i, r in zip(again, retried, strict=True):
                 results[i] = r
         return results
 
-    def send(self, commands: Sequence[Command], limit_s: float) -> list[Any]:
+    def send(
+        self, commands: Sequence[Command], limit_s: float, meanwhile: Callable[[], None]
+    ) -> list[Any]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -69,10 +80,13 @@ class SyncPipe(Pipe):
         self.client = client
         self.owned = owned
 
-    def send(self, commands: Sequence[Command], limit_s: float) -> list[Any]:
+    def send(
+        self, commands: Sequence[Command], limit_s: float, meanwhile: Callable[[], None]
+    ) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
         for cmd in commands:
             pipe.execute_command(*cmd)
+        meanwhile()
         return list(pipe.execute(raise_on_error=False))
 
     def close(self) -> None:
@@ -80,12 +94,42 @@ class SyncPipe(Pipe):
             self.client.close()
 
 
+class DirectPipe(SyncPipe):
+    """A plain ``redis.Redis``: the batch is packed, sent and its replies read on one of
+    its connections by redis-py's own ``Connection`` methods, what its pipeline does
+    too, without the pipeline's bookkeeping (about half the Python per command here) and
+    with ``meanwhile`` between the send and the replies."""
+
+    def send(
+        self, commands: Sequence[Command], limit_s: float, meanwhile: Callable[[], None]
+    ) -> list[Any]:
+        pool = self.client.connection_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_packed_command(conn.pack_commands(commands))
+            meanwhile()
+            out: list[Any] = []
+            for _ in range(len(commands)):
+                try:
+                    out.append(conn.read_response())
+                except rexc.ResponseError as exc:  # a rejected command: its own result
+                    out.append(exc)
+            return out
+        except BaseException:
+            conn.disconnect()  # replies may be left unread: the connection is spent
+            raise
+        finally:
+            pool.release(conn)
+
+
 class LoopPipe(Pipe):
     def __init__(self, client: Any) -> None:
         self.client = loop_copy(client)
         self.loop = asyncio.new_event_loop()
 
-    def send(self, commands: Sequence[Command], limit_s: float) -> list[Any]:
+    def send(
+        self, commands: Sequence[Command], limit_s: float, meanwhile: Callable[[], None]
+    ) -> list[Any]:
         return self.loop.run_until_complete(asyncio.wait_for(self._send(commands), limit_s))
 
     async def _send(self, commands: Sequence[Command]) -> list[Any]:
@@ -146,6 +190,8 @@ def pipe_for(client: Any, owned: bool) -> Pipe:
     """How the flusher thread sends through ``client`` (an asyncio one through a copy)."""
     if isinstance(client, aioredis.Redis | aioredis.RedisCluster):
         return LoopPipe(client)  # the caller's client stays the caller's to close
+    if type(client) is redis.Redis:
+        return DirectPipe(client, owned)
     return SyncPipe(client, owned)
 
 

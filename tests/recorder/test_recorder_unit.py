@@ -589,9 +589,9 @@ async def test_async_flushes_run_on_the_flusher_thread_not_the_callers_loop(
     seen: list[tuple[str, bool]] = []
     send = _send.LoopPipe.send
 
-    def spy(self: _send.LoopPipe, commands: Any, limit_s: float) -> list[Any]:
+    def spy(self: _send.LoopPipe, commands: Any, limit_s: float, meanwhile: Any) -> list[Any]:
         seen.append((threading.current_thread().name, self.loop is caller))
-        return send(self, commands, limit_s)
+        return send(self, commands, limit_s, meanwhile)
 
     monkeypatch.setattr(_send.LoopPipe, "send", spy)
     caller = asyncio.get_running_loop()
