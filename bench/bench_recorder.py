@@ -17,23 +17,24 @@ Starts a redis-server on a free loopback port and measures, each over ``--rounds
 - the stress step of earlier gates (3 ops of 1 ms Python and a 5 ms wait, 14 calls):
   printed, not gated.
 
-A comparison's round runs blocks of steps (or batches) without and with the recorder
-in ABBA order, and beside them the same blocks with the recorder called on neither
-side (the A/A: what the machine's noise alone moves); the halves alternate which goes
-first. A round's figure is the change of the median step (the pooled rate) with the
-recorder against without. Each row gives the median over the rounds and the spread
+A comparison's round runs cycles of units (trainer steps, sampler batches): each cycle
+a pair of units next to each other, one with the recorder called and one without, and
+a pair with the recorder called in neither (the A/A: what the host's noise alone
+moves), in alternating orders (ABBA). A round's figure is the median over its cycles of
+the pairs' changes. Each row gives the median over the rounds and the spread
 [min - max]; a gate is met at the median, and the last column says whether the whole
 spread is within it too. During the trainer and sampler rounds the redis-server runs
 at nice 19 (in production it is on another machine); during the flush it does not (its
 work is part of the flush).
 
-    nice -n -10 .venv/bin/python bench/bench_recorder.py [--rounds 9]
+    nice -n -10 .venv/bin/python bench/bench_recorder.py [--rounds 9] [--cycles 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import platform
 import statistics
@@ -111,44 +112,29 @@ def trainer_recorder(url: str) -> Recorder:
     return Recorder.from_settings(settings(url), worker=worker)
 
 
-class Steps:
-    """Blocks of trainer steps, numbered on so every op id is new."""
-
-    def __init__(self, rec: Recorder, work: int, gpu_s: float, stress: bool) -> None:
-        self.rec, self.work, self.gpu_s, self.stress = rec, work, gpu_s, stress
-        self.step = 0
-
-    def block(self, called: bool, n: int) -> list[float]:
-        rec = self.rec if called else None
-        times = []
-        for _ in range(n):
-            self.step += 1
-            times.append(trainer_step(rec, self.step, self.work, self.gpu_s, self.stress))
-        return times
-
-
-def abba(run: Callable[[bool], list[float]], first_on: bool) -> tuple[list[float], list[float]]:
-    """Four blocks, off and on in ABBA order (or BAAB): each side's pooled samples."""
-    sides: dict[bool, list[float]] = {False: [], True: []}
-    for side in (first_on, not first_on, not first_on, first_on):
-        sides[side] += run(side)
-    return sides[False], sides[True]
-
-
 def compare(
-    run: Callable[[bool], list[float]], rounds: int, figure: Callable[[list[float]], float]
+    unit: Callable[[bool], float], rounds: int, cycles: int, rate: bool = False
 ) -> tuple[list[float], list[float]]:
-    """Per round, the change (%) with the recorder against without, and the A/A's."""
+    """Per round, the median over its cycles of the change (%) of one unit (a step, a
+    batch) with the recorder called against the unit next to it without, and beside it
+    the A/A: two units next to each other, the recorder called in neither. A cycle runs
+    one pair of each, which pair first alternating, and within a pair which side first
+    (ABBA), so a drift of the host's speed falls on both sides alike. ``rate``: the
+    change of the rate (one over the unit's time), not of the time."""
     ab: list[float] = []
     aa: list[float] = []
     for r in range(rounds):
-        for half in (0, 1) if r % 2 == 0 else (1, 0):
-            if half == 0:
-                off, on = abba(run, first_on=r % 4 >= 2)
-                ab.append((figure(on) / figure(off) - 1) * 100)
-            else:
-                off, also_off = abba(lambda side: run(False), first_on=r % 4 >= 2)
-                aa.append((figure(also_off) / figure(off) - 1) * 100)
+        changes: dict[str, list[float]] = {"ab": [], "aa": []}
+        for c in range(cycles):
+            for pair in ("ab", "aa") if (c + r) % 2 == 0 else ("aa", "ab"):
+                b_first = (c // 2 + r) % 2 == 1
+                took: dict[bool, float] = {}
+                for b in (b_first, not b_first):
+                    took[b] = unit(b and pair == "ab")
+                ratio = took[False] / took[True] if rate else took[True] / took[False]
+                changes[pair].append((ratio - 1) * 100)
+        ab.append(statistics.median(changes["ab"]))
+        aa.append(statistics.median(changes["aa"]))
     return ab, aa
 
 
@@ -156,14 +142,19 @@ Compared = tuple[list[float], list[float], int]  # the changes, the A/A's, recor
 
 
 def trainer(
-    url: str, rounds: int, work_ms: int, gpu_s: float, steps: int, stress: bool
+    url: str, rounds: int, cycles: int, work_ms: int, gpu_s: float, stress: bool
 ) -> Compared:
     work = CALIBRATED * work_ms
     rec = trainer_recorder(url)
-    steps_ = Steps(rec, work, gpu_s, stress)
-    steps_.block(True, 3)  # warm-up
+    steps = itertools.count()
+
+    def step(called: bool) -> float:
+        return trainer_step(rec if called else None, next(steps), work, gpu_s, stress)
+
+    for _ in range(3):  # warm-up
+        step(True)
     rec.flush(30)
-    ab, aa = compare(lambda called: steps_.block(called, steps), rounds, statistics.median)
+    ab, aa = compare(step, rounds, cycles)
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
     return ab, aa, st.written
@@ -172,37 +163,37 @@ def trainer(
 # -- sampler batches ----------------------------------------------------------------------------
 
 
-async def sampler_block(rec: AsyncRecorder | None, n: int, work: int, gpu_s: float) -> float:
-    """Batches per second of a sampler loop: Python work, the generation awaited, a record."""
+async def sampler_batch(rec: AsyncRecorder | None, b: int, work: int) -> float:
+    """One batch of a sampler loop: Python work, the generation awaited, its record."""
     t = time.perf_counter()
-    for b in range(n):
-        t0 = time.perf_counter()
-        cpu_work(work)
-        await asyncio.sleep(gpu_s)
-        if rec is not None:
-            latency = time.perf_counter() - t0
-            rec.sampler_batch("model-1", 32, 4096, 12000, latency, 3, op_id=f"sample-{b}")
-    return n / (time.perf_counter() - t)
+    cpu_work(work)
+    await asyncio.sleep(80 * MS)
+    if rec is not None:
+        latency = time.perf_counter() - t
+        rec.sampler_batch("model-1", 32, 4096, 12000, latency, 3, op_id=f"sample-{b}")
+    return time.perf_counter() - t
 
 
-async def sampler(url: str, rounds: int, batches: int) -> Compared:
+def sampler(url: str, rounds: int, cycles: int) -> Compared:
+    """The batches run on one event loop; the recorder's flusher thread beside it."""
+    loop = asyncio.new_event_loop()
     worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
     rec = AsyncRecorder.from_settings(settings(url), worker=worker)
     work = CALIBRATED * 20
-    await sampler_block(rec, 3, work, 80 * MS)  # warm-up
-    await rec.flush(30)
-    ab: list[float] = []
-    aa: list[float] = []
-    for r in range(rounds):
-        first_on = r % 4 >= 2
-        for half in (0, 1) if r % 2 == 0 else (1, 0):
-            rates: dict[bool, list[float]] = {False: [], True: []}
-            for side in (first_on, not first_on, not first_on, first_on):
-                called = rec if side and half == 0 else None
-                rates[side].append(await sampler_block(called, batches, work, 80 * MS))
-            change = (statistics.fmean(rates[True]) / statistics.fmean(rates[False]) - 1) * 100
-            (ab if half == 0 else aa).append(change)
-    st = await rec.close(30)
+    batches = itertools.count()
+
+    def batch(called: bool) -> float:
+        called_rec = rec if called else None
+        return loop.run_until_complete(sampler_batch(called_rec, next(batches), work))
+
+    try:
+        for _ in range(3):  # warm-up
+            batch(True)
+        loop.run_until_complete(rec.flush(30))
+        ab, aa = compare(batch, rounds, cycles, rate=True)
+        st = loop.run_until_complete(rec.close(30))
+    finally:
+        loop.close()
     assert st.dropped == 0 and st.pending == 0, st
     return ab, aa, st.written
 
@@ -339,7 +330,7 @@ def main(args: argparse.Namespace) -> None:
         assert server.proc is not None
         os.setpriority(os.PRIO_PROCESS, server.proc.pid, 19)
         CALIBRATED = calibrate()
-        ab, aa, written = trainer(url, args.rounds, 40, 45 * MS, args.steps, stress=False)
+        ab, aa, written = trainer(url, args.rounds, args.cycles, 40, 45 * MS, stress=False)
         rows.append(
             row(
                 "trainer step time change (255 ms step, 11 calls)",
@@ -350,7 +341,7 @@ def main(args: argparse.Namespace) -> None:
                 lambda x: x < 0.5,
             )
         )
-        ab, aa, written = asyncio.run(sampler(url, args.rounds, args.batches))
+        ab, aa, written = sampler(url, args.rounds, 2 * args.cycles)
         rows.append(
             row(
                 "sampler throughput change (100 ms batch, 1 record)",
@@ -367,12 +358,13 @@ def main(args: argparse.Namespace) -> None:
                 "`op_finished`, first after a GPU wait",
                 calls,
                 spread(calls, "µs", sign=""),
-                f"an empty method there: {spread(floor, 'µs', sign='')}",
+                f"an empty method there: {spread(floor, 'µs', sign='')}; the call above it: "
+                + spread([a - b for a, b in zip(calls, floor, strict=True)], "µs"),
                 "≤ 10 µs",
                 lambda x: x <= 10.0,
             )
         )
-        ab, aa, written = trainer(url, args.rounds, 1, 5 * MS, 40, stress=True)
+        ab, aa, written = trainer(url, args.rounds, 6 * args.cycles, 1, 5 * MS, stress=True)
         rows.append(
             f"| stress step time change (18 ms step, 14 calls; not gated) | {spread(ab, '%')} | "
             f"A/A {spread(aa, '%')}; {written:,} records written | - | - | - |"
@@ -380,8 +372,8 @@ def main(args: argparse.Namespace) -> None:
     finally:
         server.cleanup()
     print(
-        f"\nbench/bench_recorder.py --rounds {args.rounds} --steps {args.steps} "
-        f"--batches {args.batches} --samples {args.samples}: "
+        f"\nbench/bench_recorder.py --rounds {args.rounds} --cycles {args.cycles} "
+        f"--samples {args.samples}: "
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n"
     )
@@ -391,8 +383,9 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds, at least 9")
-    parser.add_argument("--steps", type=int, default=6, help="trainer steps per block")
-    parser.add_argument("--batches", type=int, default=10, help="sampler batches per block")
+    parser.add_argument(
+        "--cycles", type=int, default=16, help="trainer cycles a round (sampler 2x, stress 6x)"
+    )
     parser.add_argument("--samples", type=int, default=30, help="record calls timed per round")
     ns = parser.parse_args()
     if ns.rounds < 9:
