@@ -140,8 +140,7 @@ class Flow:
     def _track(self, records: list[Record]) -> None:
         """The op this worker runs, for its heartbeat, from the records as they are taken
         (the record calls leave it to us: a trainer makes them where every instruction
-        is cold, docs/benchmarks.md, issue 17). The heartbeat sent with a batch is as of
-        that batch."""
+        is cold). The heartbeat sent with a batch is as of that batch."""
         state = self.status.state
         for kind, args in records:
             try:

@@ -1,25 +1,21 @@
-"""Sending a batch of commands as one pipeline, through the client's public pipeline.
+"""Sending a batch of commands as one pipeline, from the recorder's flusher thread.
 
 The answer is one result per command, a ``ResponseError`` in place of a command Redis
-rejected; connection errors and timeouts raise. Every pipeline is sent from the
-recorder's flusher thread:
+rejected; connection errors and timeouts raise.
 
-- ``SyncPipe``: a redis-py client (Cluster, or anything with its ``pipeline``), used as
-  it is: its pool hands the thread a connection of its own. ``DirectPipe``, for a plain
-  ``redis.Redis``, sends the same commands through redis-py's ``Connection`` methods
-  directly, and compiles the next batch while Redis works on this one.
-- ``LoopPipe``: an asyncio client. Its connections belong to the event loop that made
-  them, the caller's, so the flusher sends through a copy of it (``loop_copy``: the same
-  server and parameters, a pool of its own) on an event loop of the flusher's own;
-  nothing of the flush runs on the caller's loop.
+- ``DirectPipe``, for a plain ``redis.Redis``: the commands go through redis-py's own
+  ``Connection`` methods, and the next batch is compiled while Redis works on this one.
+- ``SyncPipe``: any other redis-py client (Cluster, or anything with its ``pipeline``),
+  through its pipeline; its pool hands the thread a connection of its own.
+- ``LoopPipe``: an asyncio client. Its connections belong to the caller's event loop,
+  so the flusher sends through a copy of it (``loop_copy``: the same server and
+  parameters, a pool of its own) on an event loop of its own.
 
-Scripts go by ``EVALSHA``. A node that does not have the script cached (it restarted,
-or a replica took over: the cache is neither persisted nor replicated, and each cluster
-node has its own) answers ``NOSCRIPT`` without running anything; those commands, and
-only those, are sent again as ``EVAL`` in a second pipeline, in their order, and their
-results take the place of the errors. So are those a user may not run because its ACL
-grants EVAL but not EVALSHA (written before the recorder used EVALSHA): nothing is lost
-while the ACL is updated, and a warning says so. The scripts are idempotent, so running
+Scripts go by ``EVALSHA``. A node without the script cached (a restart, a failover: the
+cache is neither persisted nor replicated, and each cluster node has its own) answers
+``NOSCRIPT`` without running anything; those commands, and only those, are sent again
+as ``EVAL`` in a second pipeline, in their order. So are those a user whose ACL grants
+EVAL but not EVALSHA may not run (warned once). The scripts are idempotent, so running
 one after the batch's later commands leaves what the batch leaves when nothing else
 moved in between (see ``_rollup`` for a step trimmed in that batch).
 """

@@ -163,6 +163,29 @@ async def test_sync_recorder_round_trip_through_the_reader(redis_server: Any) ->
     raw.close()
 
 
+def test_a_command_redis_rejects_drops_only_its_record(redis_server: Any) -> None:
+    # A real server's error replies, read one by one: the batch is sent again record by
+    # record, and only the record whose command was refused is dropped.
+    raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    raw.set(keys.logs("m-wrong"), "not a sorted set")
+    rec = Recorder.from_settings(
+        RecorderSettings(url=redis_server.url, recorder_id="rej-1", flush_at_exit=False),
+        start=False,
+    )
+    rec.client_log("m-right", "INFO", "fine")
+    rec.client_log("m-wrong", "INFO", "refused: WRONGTYPE")
+    rec.op_accepted("m-wrong", "o-rej", "forward", 1)
+    assert rec.flush(10) == 2
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (3, 2, 1, 0)
+    assert dict(st.dropped_by_reason) == {"rejected": 1}
+    assert dict(st.dropped_by_kind) == {"client_log": 1}
+    assert raw.zcard(keys.logs("m-right")) == 1
+    assert raw.hget(keys.op("m-wrong", "o-rej"), "kind") == "forward"
+    raw.delete(keys.logs("m-wrong"))
+    raw.close()
+
+
 # -- never blocking -----------------------------------------------------------------------------
 
 
