@@ -68,12 +68,13 @@ def cpu_work(n: int) -> int:
 
 
 def calibrate() -> int:
-    """``cpu_work`` iterations that take about a millisecond on this machine now."""
+    """``cpu_work`` iterations that take about a millisecond of this thread's CPU (CPU,
+    not wall time: on a busy host the wall time would count other processes' turns)."""
     n = 10_000
     while True:
-        t = time.perf_counter()
+        t = time.thread_time()
         cpu_work(n)
-        dt = time.perf_counter() - t
+        dt = time.thread_time() - t
         if dt > 0.05:
             return max(1, int(n * MS / dt))
         n *= 2
