@@ -1,30 +1,40 @@
-"""Benchmark: the telemetry recorder's cost to its callers and its flush throughput.
+"""Benchmark: the recorder's gates, with its default settings.
 
-Starts its own redis-server on a free loopback port. In one run:
+Starts a redis-server on a free loopback port and measures, each over ``--rounds``
+(at least 9) rounds:
 
-1. hot path: the cost of one record call (several kinds) with the recorder's flusher
-   running against that Redis: loop-amortised per call, and per-call percentiles;
-2. flush throughput: records written per second when the buffer holds a realistic mix
-   (trainer op lifecycles, step metrics, sampler batches, client logs);
-3. a sampler loop (asyncio, ``AsyncRecorder``): batches per second;
-4. a trainer step loop (a thread, ``Recorder``): step time;
-5. the floor: the same trainer's steps interleaved one by one with no calls, with calls
-   into methods that do nothing, and with the recorder, so what the recorder adds above
-   what any Python API costs at those call sites is read in one run.
+- trainer: a step of 3 ops, each 40 ms of GIL-holding Python and a 45 ms GPU wait,
+  with the calls a trainer makes (op accepted, started, finished; step metrics;
+  status): the step time change, gate < +0.5 %;
+- sampler (asyncio): a batch of 80 ms generation wait and 20 ms of Python, a sampler
+  batch record each: the throughput change, gate > -1 %;
+- a record call where a trainer makes it (``op_finished``, first after a GPU wait):
+  its median, gate <= 10 us; beside it an empty method with its signature, timed in
+  the same place;
+- the flush throughput of a realistic mix (op lifecycles, step metrics, sampler
+  batches, client logs over 16 models) into the redis-server, rollups included: gate
+  >= 100 k records/s;
+- the stress step of earlier gates (3 ops of 1 ms Python and a 5 ms wait, 14 calls):
+  printed, not gated.
 
-3 and 4 alternate the recorder off (no record calls at all) and on: each round is 6
-blocks a side in ABBA order, pooled per side; the change is the median over the rounds
-of the per-round ratio on/off, with its spread over the rounds as [min - max] (a gate
-holds only when the whole spread is within it).
-Other figures print as median [q1 - q3] (n rounds). At least 7 rounds.
+A comparison's round runs cycles of units (trainer steps, sampler batches): each cycle
+a pair of units next to each other, one with the recorder called and one without, and
+a pair with the recorder called in neither (the A/A: what the host's noise alone
+moves), in alternating orders (ABBA). A round's figure is the median over its cycles of
+the pairs' changes. Each row gives the median over the rounds and the spread
+[min - max]; a gate is met at the median, and the last column says whether the whole
+spread is within it too. During the trainer and sampler rounds the redis-server runs
+at nice 19 (in production it is on another machine); during the flush it does not (its
+work is part of the flush).
 
-    .venv/bin/python bench/bench_recorder.py [--rounds 9] [--quick] [--flusher thread]
+    nice -n -10 .venv/bin/python bench/bench_recorder.py [--rounds 9] [--cycles 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import platform
 import statistics
@@ -34,135 +44,207 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import redis
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import workload
 from openrl_inspect.recorder import (
     AsyncRecorder,
     Recorder,
     RecorderBase,
     RecorderSettings,
-    Retention,
     WorkerInfo,
 )
 from support.redis_server import RedisServer
-from workload import calibrate, cpu_work, gate, gpu_await, gpu_wait, remote
 
-KEEP = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_model=20_000)
-
-
-def quartiles(xs: list[float]) -> tuple[float, float, float]:
-    if len(xs) < 4:
-        return min(xs), statistics.median(xs), max(xs)
-    q = statistics.quantiles(xs, n=4)
-    return q[0], statistics.median(xs), q[2]
+MS = 0.001
+TRAINER_KINDS = ("forward_backward", "forward_backward", "optim_step")
 
 
-def fmt(xs: list[float], unit: str, digits: int = 2) -> str:
-    q1, med, q3 = quartiles(xs)
-    return f"{med:.{digits}f} {unit} [{q1:.{digits}f} - {q3:.{digits}f}] (n={len(xs)})"
+def cpu_work(n: int) -> int:
+    """Pure-Python work that holds the GIL (tokenising, bookkeeping, kernel launches)."""
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
 
 
-FLUSHER = "thread"  # --flusher (the recorder's default)
-SYNC = False  # --sync-points: the callers call flush_soon() before a GPU wait
-# Each round of 3. and 4. alternates this many blocks off and on (ABBA...), pooled per
-# side: load that comes and goes over seconds on a shared machine hits both alike.
-BLOCKS = 6  # --blocks
-NULL = False  # --null: an A/A, the recorder running and called on neither side
-STUB = False  # --stub: the on side calls methods that do nothing (any Python API's floor)
+def calibrate() -> int:
+    """``cpu_work`` iterations that take about a millisecond of this thread's CPU (CPU,
+    not wall time: on a busy host the wall time would count other processes' turns)."""
+    n = 10_000
+    while True:
+        t = time.thread_time()
+        cpu_work(n)
+        dt = time.thread_time() - t
+        if dt > 0.05:
+            return max(1, int(n * MS / dt))
+        n *= 2
 
 
-class Stub:
-    """The trainer's record methods, doing nothing: what the calls alone cost there."""
-
-    def op_accepted(
-        self, mid: str, oid: str, kind: str, step: int, session_id: str | None = None
-    ) -> None:
-        pass
-
-    def op_enqueued(self, mid: str, oid: str) -> None:
-        pass
-
-    def op_started(self, mid: str, oid: str, worker_id: str) -> None:
-        pass
-
-    def op_finished(self, mid: str, oid: str, metrics: dict[str, Any] | None = None) -> None:
-        pass
-
-    def step_metrics(
-        self, mid: str, step: int, metrics: dict[str, Any], finished: bool = False
-    ) -> None:
-        pass
-
-    def set_status(self, **fields: Any) -> None:
-        pass
-
-    def flush_soon(self) -> None:
-        pass
+def settings(url: str) -> RecorderSettings:
+    """The defaults; only where Redis is, and no flush at exit (each part closes its own)."""
+    return RecorderSettings(url=url, flush_at_exit=False)
 
 
-def settings(url: str, **kw: Any) -> RecorderSettings:
-    return RecorderSettings(url=url, flush_at_exit=False, flusher=FLUSHER, **kw)
+# -- trainer steps ---------------------------------------------------------------------------
 
 
-# -- 1. hot path -----------------------------------------------------------------------------
+def trainer_step(rec: Recorder | None, step: int, work: int, gpu_s: float, stress: bool) -> float:
+    """One step's time: 3 ops of Python work then a GPU wait, the trainer's calls around."""
+    t = time.perf_counter()
+    for j, kind in enumerate(TRAINER_KINDS):
+        oid = f"op-{step}-{j}"
+        if rec is not None:
+            rec.op_accepted("model-1", oid, kind, step, session_id="sess-1")
+            if stress:
+                rec.op_enqueued("model-1", oid)
+            rec.op_started("model-1", oid, "trainer-0")
+        cpu_work(work)
+        time.sleep(gpu_s)  # the GPU: the GIL is released
+        if rec is not None:
+            rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
+    if rec is not None:
+        rec.step_metrics("model-1", step, {"reward_mean": 0.6, "kl": 0.004}, finished=True)
+        rec.set_status(step=step)
+    return time.perf_counter() - t
 
 
-def hot_path(url: str, rounds: int, calls: int) -> list[str]:
-    rec = Recorder.from_settings(settings(url, capacity=1_000_000), KEEP)
-    rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
+def trainer_recorder(url: str) -> Recorder:
+    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
+    return Recorder.from_settings(settings(url), worker=worker)
+
+
+def compare(
+    unit: Callable[[bool], float], rounds: int, cycles: int, rate: bool = False
+) -> tuple[list[float], list[float]]:
+    """Per round, the median over its cycles of the change (%) of one unit (a step, a
+    batch) with the recorder called against the unit next to it without, and beside it
+    the A/A: two units next to each other, the recorder called in neither. A cycle runs
+    one pair of each, which pair first alternating, and within a pair which side first
+    (ABBA), so a drift of the host's speed falls on both sides alike. ``rate``: the
+    change of the rate (one over the unit's time), not of the time."""
+    ab: list[float] = []
+    aa: list[float] = []
+    for r in range(rounds):
+        changes: dict[str, list[float]] = {"ab": [], "aa": []}
+        for c in range(cycles):
+            for pair in ("ab", "aa") if (c + r) % 2 == 0 else ("aa", "ab"):
+                b_first = (c // 2 + r) % 2 == 1
+                took: dict[bool, float] = {}
+                for b in (b_first, not b_first):
+                    took[b] = unit(b and pair == "ab")
+                ratio = took[False] / took[True] if rate else took[True] / took[False]
+                changes[pair].append((ratio - 1) * 100)
+        ab.append(statistics.median(changes["ab"]))
+        aa.append(statistics.median(changes["aa"]))
+    return ab, aa
+
+
+Compared = tuple[list[float], list[float], int]  # the changes, the A/A's, records written
+
+
+def trainer(
+    url: str, rounds: int, cycles: int, work_ms: int, gpu_s: float, stress: bool
+) -> Compared:
+    work = CALIBRATED * work_ms
+    rec = trainer_recorder(url)
+    steps = itertools.count()
+
+    def step(called: bool) -> float:
+        return trainer_step(rec if called else None, next(steps), work, gpu_s, stress)
+
+    for _ in range(3):  # warm-up
+        step(True)
     rec.flush(30)
-    payload = {"loss": 0.71, "tokens": 65536}
-    kinds: dict[str, Callable[[int], None]] = {
-        "op_started": lambda i: rec.op_started("model-1", "op-1", "trainer-0"),
-        "op_finished (metrics)": lambda i: rec.op_finished("model-1", "op-1", metrics=payload),
-        "sampler_batch": lambda i: rec.sampler_batch("model-1", 32, 4096, 12000, 1.7, 3),
-        "step_metrics": lambda i: rec.step_metrics("model-1", i, payload, finished=True),
-        "client_log": lambda i: rec.client_log("model-1", "INFO", "step done", payload),
-    }
-    rows = []
-    ns = time.perf_counter_ns
-    for name, call in kinds.items():
-        amortised: list[float] = []
-        single: list[int] = []
-        for _ in range(rounds):
-            # loop-amortised: the loop itself measured separately and subtracted
-            t = ns()
-            for i in range(calls):
-                call(i)
-            with_call = ns() - t
-            t = ns()
-            for _i in range(calls):
-                pass
-            empty = ns() - t
-            amortised.append((with_call - empty) / calls / 1000)
-            # one call at a time (includes a perf_counter_ns pair, ~0.05-0.1 us)
-            for i in range(calls // 10):
-                t0 = ns()
-                call(i)
-                single.append(ns() - t0)
-            rec.flush(30)  # let the flusher drain before the next round
-        single.sort()
-        p50 = single[len(single) // 2] / 1000
-        p99 = single[int(len(single) * 0.99)] / 1000
-        rows.append(
-            f"| hot path: `{name}` | {fmt(amortised, 'us')} | "
-            f"per call p50 {p50:.2f} us, p99 {p99:.2f} us | median < 2 us |"
-        )
+    ab, aa = compare(step, rounds, cycles)
     st = rec.close(30)
     assert st.dropped == 0 and st.pending == 0, st
-    return rows
+    return ab, aa, st.written
 
 
-# -- 2. flush throughput ----------------------------------------------------------------------
+# -- sampler batches ----------------------------------------------------------------------------
+
+
+async def sampler_batch(rec: AsyncRecorder | None, b: int, work: int) -> float:
+    """One batch of a sampler loop: Python work, the generation awaited, its record."""
+    t = time.perf_counter()
+    cpu_work(work)
+    await asyncio.sleep(80 * MS)
+    if rec is not None:
+        latency = time.perf_counter() - t
+        rec.sampler_batch("model-1", 32, 4096, 12000, latency, 3, op_id=f"sample-{b}")
+    return time.perf_counter() - t
+
+
+def sampler(url: str, rounds: int, cycles: int) -> Compared:
+    """The batches run on one event loop; the recorder's flusher thread beside it."""
+    loop = asyncio.new_event_loop()
+    worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
+    rec = AsyncRecorder.from_settings(settings(url), worker=worker)
+    work = CALIBRATED * 20
+    batches = itertools.count()
+
+    def batch(called: bool) -> float:
+        called_rec = rec if called else None
+        return loop.run_until_complete(sampler_batch(called_rec, next(batches), work))
+
+    try:
+        for _ in range(3):  # warm-up
+            batch(True)
+        loop.run_until_complete(rec.flush(30))
+        ab, aa = compare(batch, rounds, cycles, rate=True)
+        st = loop.run_until_complete(rec.close(30))
+    finally:
+        loop.close()
+    assert st.dropped == 0 and st.pending == 0, st
+    return ab, aa, st.written
+
+
+# -- one record call, first after a GPU wait ----------------------------------------------------
+
+
+def empty(
+    mid: str,
+    oid: str,
+    status: str = "succeeded",
+    metrics: Any = None,
+    error: str | None = None,
+    at: float | None = None,
+) -> None:
+    return None
+
+
+def record_call(url: str, rounds: int, samples: int) -> tuple[list[float], list[float]]:
+    """Per round, the median time of ``op_finished`` and of an empty function with its
+    signature, each called first thing after work and a GPU wait, interleaved."""
+    rec = trainer_recorder(url)
+    calls: dict[str, Callable[..., None]] = {"recorder": rec.op_finished, "empty": empty}
+    metrics = {"loss": 0.5, "tokens": 65536}
+    work = CALIBRATED * 5
+    ns = time.perf_counter_ns
+    medians: dict[str, list[float]] = {"recorder": [], "empty": []}
+    for r in range(rounds):
+        times: dict[str, list[int]] = {"recorder": [], "empty": []}
+        for i in range(samples):
+            for name in ("recorder", "empty") if (i + r) % 2 == 0 else ("empty", "recorder"):
+                call, oid = calls[name], f"op-{r}-{i}"
+                cpu_work(work)
+                time.sleep(45 * MS)
+                t = ns()
+                call("model-1", oid, metrics=metrics)
+                times[name].append(ns() - t)
+        for name, xs in times.items():
+            medians[name].append(statistics.median(xs) / 1000)
+    st = rec.close(30)
+    assert st.dropped == 0 and st.pending == 0, st
+    return medians["recorder"], medians["empty"]
+
+
+# -- flush throughput -----------------------------------------------------------------------------
 
 
 def fill_mix(rec: RecorderBase, units: int, offset: int) -> int:
     """Per unit (one trainer step): 4 ops x 4 lifecycle records, step metrics,
     8 sampler batches, 1 client log = 26 records, spread over 16 models."""
-    n = 0
     for u in range(units):
         k = offset + u
         mid = f"model-{k % 16}"
@@ -177,295 +259,122 @@ def fill_mix(rec: RecorderBase, units: int, offset: int) -> int:
         for _ in range(8):
             rec.sampler_batch(mid, 32, 4096, 12000, 1.7, 3, worker_id=f"sampler-{k % 16}")
         rec.client_log(mid, "INFO", "step done", {"step": step})
-        n += 26
-    return n
+    return units * 26
 
 
-def throughput(url: str, rounds: int, units: int) -> list[str]:
-    rates: dict[str, list[float]] = {"mix": [], "sampler": [], "ops": []}
-    client = redis.Redis.from_url(url, decode_responses=True)
+def throughput(url: str, rounds: int, units: int) -> list[float]:
+    """k records/s of a flush of the buffer filled with the mix (below the shed level)."""
+    import redis
+
+    admin = redis.Redis.from_url(url)
+    rates = []
     for r in range(rounds):
-        for kind in rates:
-            rec = Recorder(
-                client,
-                KEEP,
-                settings=settings(url, capacity=10_000_000, batch_size=1024),
-                start=False,
-            )
-            rec.op_enqueued("warm-up", "w")  # a flusher process is up before the clock starts
-            assert rec.flush(30) == 1
-            if kind == "mix":
-                n = fill_mix(rec, units, r * units)
-            elif kind == "sampler":
-                n = units * 26
-                for i in range(n):
-                    rec.sampler_batch(f"model-{i % 16}", 32, 4096, 12000, 1.7, 3, worker_id="s")
-            else:
-                n = units * 26
-                for i in range(n // 4):
-                    oid = f"o-{r}-{i}"
-                    rec.op_accepted(f"model-{i % 16}", oid, "forward", i // 64)
-                    rec.op_enqueued(f"model-{i % 16}", oid)
-                    rec.op_started(f"model-{i % 16}", oid, "trainer-0")
-                    rec.op_finished(f"model-{i % 16}", oid, metrics={"loss": 0.5})
-                n = (n // 4) * 4
-            t = time.perf_counter()
-            written = rec.flush(120)
-            dt = time.perf_counter() - t
-            assert written == n, (written, n)
-            rates[kind].append(n / dt / 1000)
-            rec.close(5)
-        client.flushall()
-    client.close()
-    labels = {
-        "mix": "flush throughput, realistic mix (26 records per trainer step)",
-        "sampler": "flush throughput, sampler batches only",
-        "ops": "flush throughput, op lifecycle records only",
-    }
-    return [
-        f"| {labels[k]} | {fmt(v, 'k records/s', 1)} | {units * 26:,} records per round, "
-        f"batches of 1,024 | >= 200k records/s |"
-        for k, v in rates.items()
-    ]
-
-
-# -- 3. sampler loop (asyncio) -------------------------------------------------------------------
-
-
-async def sampler_round(rec: AsyncRecorder | None, batches: int, work: int, gpu_s: float) -> float:
-    """Batches per second of a sampler loop: Python work, an await on the 'GPU', records."""
-    t = time.perf_counter()
-    for b in range(batches):
-        t0 = time.perf_counter()
-        cpu_work(work)
-        if rec is not None and SYNC and (b % 32 == 31 or b == batches - 1):
-            rec.flush_soon()  # --sync-points: flushed while the GPU works
-        await gpu_await(gpu_s)
-        if rec is not None:
-            oid = f"sample-{b}"
-            rec.op_started("model-1", oid, "sampler-0")
-            rec.sampler_batch("model-1", 32, 4096, 12000, time.perf_counter() - t0, 3, op_id=oid)
-            rec.op_finished("model-1", oid, metrics={"generated_tokens": 12000})
-            if b % 10 == 0:
-                rec.client_log("model-1", "INFO", "sampled", {"batch": b})
-    return batches / (time.perf_counter() - t)
-
-
-async def sampler(url: str, rounds: int, batches: int, work: int, gpu_s: float) -> list[str]:
-    worker = WorkerInfo("sampler-0", "sampler", "pod-s", "node-1", "model-1", ("GPU-1",))
-    rec = AsyncRecorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
-    off: list[float] = []
-    on: list[float] = []
-    await sampler_round(rec, batches // 4, work, gpu_s)  # warm-up
-    await rec.flush(30)
-    n = max(1, batches // BLOCKS)
-    paired: list[float] = []  # per round: the median over adjacent block pairs
-    for _ in range(rounds):
-        elapsed = {False: 0.0, True: 0.0}
-        pairs: list[float] = []
-        for b in range(BLOCKS):
-            rate: dict[bool, float] = {}
-            for side in (False, True) if b % 2 == 0 else (True, False):
-                called = rec if side and not NULL else None
-                rate[side] = await sampler_round(called, n, work, gpu_s)
-                elapsed[side] += n / rate[side]
-            pairs.append((rate[True] / rate[False] - 1) * 100)
-        off.append(BLOCKS * n / elapsed[False])
-        on.append(BLOCKS * n / elapsed[True])
-        paired.append(statistics.median(pairs))
-    st = await rec.close(30)
-    assert st.dropped == 0 and st.pending == 0, st
-    change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
-    return [
-        f"| sampler loop throughput, recorder off | {fmt(off, 'batches/s', 1)} | "
-        f"{batches} batches per round, ~{gpu_s * 1000:.0f} ms await + CPU work each | |",
-        f"| sampler loop throughput, recorder on | {fmt(on, 'batches/s', 1)} | "
-        f"{st.written:,} records written, 0 dropped | |",
-        f"| sampler loop throughput change (on/off, paired) | "
-        f"{gate(change, '%', lambda x: x > -1.0)} | negative = slower | regression < 1% |",
-        f"| sampler loop throughput change, median over adjacent block pairs | "
-        f"{gate(paired, '%', lambda x: x > -1.0)} | the same blocks; robust to a drift of "
-        "the host's speed within a round | regression < 1% |",
-    ]
-
-
-# -- 4. trainer step loop (thread) ---------------------------------------------------------------
-
-
-def trainer_round(
-    rec: Recorder | Stub | None, steps: int, work: int, gpu_s: float, base: int
-) -> list[float]:
-    times = []
-    for s in range(steps):
-        step = base + s
+        admin.flushall()
+        rec = Recorder.from_settings(settings(url), start=False)
+        n = fill_mix(rec, units, r * units)
         t = time.perf_counter()
-        for j, kind in enumerate(("forward_backward", "forward_backward", "optim_step")):
-            oid = f"op-{step}-{j}"
-            if rec is not None:
-                rec.op_accepted("model-1", oid, kind, step, session_id="sess-1")
-                rec.op_enqueued("model-1", oid)
-                rec.op_started("model-1", oid, "trainer-0")
-            cpu_work(work)  # Python side of the op: data, kernel launches
-            if rec is not None and SYNC and j == 2 and (step % 16 == 15 or s == steps - 1):
-                # --sync-points: every 16 steps and at the block's end, flushed while the
-                # GPU works; none of a block's flush lands in the next block.
-                rec.flush_soon()
-            gpu_wait(gpu_s)  # the GPU: the GIL is released
-            if rec is not None:
-                rec.op_finished("model-1", oid, metrics={"loss": 0.5, "tokens": 65536})
-        if rec is not None:
-            rec.step_metrics("model-1", step, {"reward_mean": 0.6, "kl": 0.004}, finished=True)
-            rec.set_status(step=step)
-        times.append(time.perf_counter() - t)
-    return times
+        written = rec.flush(120)
+        dt = time.perf_counter() - t
+        assert written == n, (written, n)
+        rates.append(n / dt / 1000)
+        rec.close(5)
+    admin.flushall()
+    admin.close()
+    return rates
 
 
-def trainer_recorder(url: str) -> Recorder:
-    worker = WorkerInfo("trainer-0", "trainer", "pod-t", "node-1", "model-1", ("GPU-0",))
-    return Recorder.from_settings(settings(url, heartbeat_every_s=1.0), KEEP, worker=worker)
+# -- the table ----------------------------------------------------------------------------------
 
 
-def trainer(url: str, rounds: int, steps: int, work: int, gpu_s: float) -> list[str]:
-    rec = trainer_recorder(url)
-    off: list[float] = []
-    on: list[float] = []
-    paired: list[float] = []  # per round: the median over adjacent block pairs
-    trainer_round(rec, steps // 4, work, gpu_s, 10_000_000)  # warm-up
-    rec.flush(30)
-    n = max(1, steps // BLOCKS)
-    for r in range(rounds):
-        times: dict[bool, list[float]] = {False: [], True: []}
-        pairs: list[float] = []
-        for b in range(BLOCKS):
-            block: dict[bool, float] = {}
-            for side in (False, True) if b % 2 == 0 else (True, False):
-                base = (r * BLOCKS + b) * n
-                called = (Stub() if STUB else rec) if side and not NULL else None
-                step_times = trainer_round(called, n, work, gpu_s, base)
-                times[side] += step_times
-                block[side] = statistics.median(step_times)
-            pairs.append((block[True] / block[False] - 1) * 100)
-        off.append(statistics.median(times[False]) * 1000)
-        on.append(statistics.median(times[True]) * 1000)
-        paired.append(statistics.median(pairs))
-    st = rec.close(30)
-    assert st.dropped == 0 and st.pending == 0, st
-    change = [(b / a - 1) * 100 for a, b in zip(off, on, strict=True)]
-    return [
-        f"| trainer step time, recorder off | {fmt(off, 'ms', 3)} | "
-        f"{steps} steps per round: 3 ops x (CPU work + {gpu_s * 1000:.0f} ms GPU wait) | |",
-        f"| trainer step time, recorder on | {fmt(on, 'ms', 3)} | "
-        f"{st.written:,} records written, 0 dropped | |",
-        f"| trainer step time change (on/off, paired) | "
-        f"{gate(change, '%', lambda x: x < 0.5)} | positive = slower | regression < 0.5% |",
-        f"| trainer step time change, median over adjacent block pairs | "
-        f"{gate(paired, '%', lambda x: x < 0.5)} | the same blocks; robust to a drift of "
-        "the host's speed within a round | regression < 0.5% |",
-    ]
+def spread(xs: list[float], unit: str, digits: int = 2, sign: str = "+") -> str:
+    f = f"{sign}.{digits}f"
+    return f"{statistics.median(xs):{f}} {unit} [{min(xs):{f}} - {max(xs):{f}}] (n={len(xs)})"
 
 
-def trainer_floor(url: str, rounds: int, cycles: int, work: int, gpu_s: float) -> list[str]:
-    """The trainer's steps interleaved one by one: no calls, the same calls into methods
-    that do nothing (the floor any Python API pays at these call sites), and the recorder.
+def row(
+    name: str,
+    xs: list[float],
+    figure: str,
+    beside: str,
+    target: str,
+    ok: Callable[[float], bool],
+) -> str:
+    """A gate's row: met at the median, and over the whole spread or not."""
+    at_median = "yes" if ok(statistics.median(xs)) else "NO"
+    over_spread = "yes" if all(ok(x) for x in xs) else "no"
+    return f"| {name} | {figure} | {beside} | {target} | {at_median} | {over_spread} |"
 
-    Each cycle runs one step of each, in an order rotated every cycle; a round's figure is
-    the median over its cycles of the step's change against the cycle's no-call step, and
-    of the recorder's step against the empty methods' (what the recorder adds above the
-    floor). The recorder runs throughout, so its background falls on every side alike:
-    this measures the calls, the blocks of section 4 the whole.
-    """
-    rec = trainer_recorder(url)
-    sides: list[Recorder | Stub | None] = [None, Stub(), rec]
-    trainer_round(rec, 50, work, gpu_s, 20_000_000)  # warm-up
-    rec.flush(30)
-    stub_pct: list[float] = []
-    rec_pct: list[float] = []
-    above: list[float] = []
-    for r in range(rounds):
-        ds: list[list[float]] = [[], [], []]  # stub - none, recorder - none, recorder - stub
-        base: list[float] = []
-        for c in range(cycles):
-            t = [0.0, 0.0, 0.0]
-            order = (0, 1, 2) if c % 2 == 0 else (2, 1, 0)
-            for i in order[c % 3 :] + order[: c % 3]:
-                t[i] = trainer_round(sides[i], 1, work, gpu_s, 30_000_000 + r * cycles + c)[0]
-            ds[0].append(t[1] - t[0])
-            ds[1].append(t[2] - t[0])
-            ds[2].append(t[2] - t[1])
-            base.append(t[0])
-        ref = statistics.median(base) / 100
-        stub_pct.append(statistics.median(ds[0]) / ref)
-        rec_pct.append(statistics.median(ds[1]) / ref)
-        above.append(statistics.median(ds[2]) / ref)
-    st = rec.close(30)
-    assert st.dropped == 0 and st.pending == 0, st
-    per = f"{cycles} cycles a round, one step of each side a cycle"
-    return [
-        f"| trainer, steps interleaved: empty methods vs no calls (the floor) | "
-        f"{gate(stub_pct, '%', lambda x: x < 0.5)} | {per} | |",
-        f"| trainer, steps interleaved: the recorder vs no calls | "
-        f"{gate(rec_pct, '%', lambda x: x < 0.5)} | {st.written:,} records written | "
-        "regression < 0.5% |",
-        f"| trainer, steps interleaved: the recorder vs empty methods (above the floor) | "
-        f"{gate(above, '%', lambda x: x < 0.5)} | | |",
-    ]
+
+CALIBRATED = 0  # cpu_work iterations per millisecond, measured at the start
 
 
 def main(args: argparse.Namespace) -> None:
-    global FLUSHER, SYNC, BLOCKS, NULL, STUB
-    FLUSHER, SYNC, BLOCKS, NULL = args.flusher, args.sync_points, args.blocks, args.null
-    STUB = args.stub
-    workload.SPIN = args.gpu_wait == "spin"
+    global CALIBRATED
     server = RedisServer().start()
+    rows = [
+        "| gate | median [min - max] (rounds) | beside it | target | met | over the spread |",
+        "|---|---|---|---|---|---|",
+    ]
     try:
         url = server.url
-        rows = ["| measure | median [q1 - q3] (n) | setting | target |", "|---|---|---|---|"]
-        q = args.quick
-        want = set(args.sections.split(","))
-        if "hot" in want:
-            rows += hot_path(url, rounds=5 if q else args.rounds, calls=2_000 if q else 20_000)
-        if "throughput" in want:
-            rows += throughput(url, rounds=3 if q else 5, units=1_000 if q else 8_000)
-        remote(server)  # for the gates only: the flush throughput includes Redis's work
-        work_1ms = calibrate(0.001)
-        if "sampler" in want:
-            rows += asyncio.run(
-                sampler(
-                    url,
-                    rounds=4 if q else args.rounds,
-                    batches=100 if q else 1200,
-                    work=2 * work_1ms,
-                    gpu_s=0.008,
-                )
+        rates = throughput(url, args.rounds, units=1_800)
+        rows.append(
+            row(
+                "flush throughput, realistic mix with rollups",
+                rates,
+                spread(rates, "k records/s", 1, ""),
+                "46,800 records a round, the default batches (2,048)",
+                "≥ 100 k/s",
+                lambda x: x >= 100.0,
             )
-        if "trainer" in want:
-            rows += trainer(
-                url,
-                rounds=4 if q else args.rounds,
-                steps=20 if q else 600,
-                work=work_1ms,
-                gpu_s=0.005,
+        )
+        assert server.proc is not None
+        os.setpriority(os.PRIO_PROCESS, server.proc.pid, 19)
+        CALIBRATED = calibrate()
+        ab, aa, written = trainer(url, args.rounds, args.cycles, 40, 45 * MS, stress=False)
+        rows.append(
+            row(
+                "trainer step time change (255 ms step, 11 calls)",
+                ab,
+                spread(ab, "%"),
+                f"A/A {spread(aa, '%')}; {written:,} records written",
+                "< +0.5 %",
+                lambda x: x < 0.5,
             )
-        if "floor" in want:
-            rows += trainer_floor(
-                url,
-                rounds=4 if q else args.rounds,
-                cycles=20 if q else 300,
-                work=work_1ms,
-                gpu_s=0.005,
+        )
+        ab, aa, written = sampler(url, args.rounds, 2 * args.cycles)
+        rows.append(
+            row(
+                "sampler throughput change (100 ms batch, 1 record)",
+                ab,
+                spread(ab, "%"),
+                f"A/A {spread(aa, '%')}; {written:,} records written",
+                "> -1 %",
+                lambda x: x > -1.0,
             )
+        )
+        calls, floor = record_call(url, args.rounds, args.samples)
+        rows.append(
+            row(
+                "`op_finished`, first after a GPU wait",
+                calls,
+                spread(calls, "µs", sign=""),
+                f"an empty method there: {spread(floor, 'µs', sign='')}; the call above it: "
+                + spread([a - b for a, b in zip(calls, floor, strict=True)], "µs"),
+                "≤ 10 µs",
+                lambda x: x <= 10.0,
+            )
+        )
+        ab, aa, written = trainer(url, args.rounds, 6 * args.cycles, 1, 5 * MS, stress=True)
+        rows.append(
+            f"| stress step time change (18 ms step, 14 calls; not gated) | {spread(ab, '%')} | "
+            f"A/A {spread(aa, '%')}; {written:,} records written | - | - | - |"
+        )
     finally:
         server.cleanup()
     print(
-        f"\nbench/bench_recorder.py (rounds={args.rounds}{', quick' if args.quick else ''}, "
-        f"flusher={args.flusher}, gpu-wait={args.gpu_wait}"
-        + (", sync points" * args.sync_points)
-        + f", {args.blocks} blocks a side per round"
-        + (", A/A: called on neither side" * args.null)
-        + (", trainer: the on side calls methods that do nothing" * args.stub)
-        + ")"
-    )
-    print(
+        f"\nbench/bench_recorder.py --rounds {args.rounds} --cycles {args.cycles} "
+        f"--samples {args.samples}: "
         f"{platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n"
     )
@@ -474,24 +383,12 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--quick", action="store_true", help="small rounds, for a smoke run")
-    parser.add_argument("--flusher", choices=("auto", "process", "thread"), default="thread")
-    parser.add_argument("--gpu-wait", choices=("sleep", "spin"), default="sleep")
+    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds, at least 9")
     parser.add_argument(
-        "--sync-points", action="store_true", help="call flush_soon() before a GPU wait"
+        "--cycles", type=int, default=16, help="trainer cycles a round (sampler 2x, stress 6x)"
     )
-    parser.add_argument(
-        "--blocks", type=int, default=6, help="blocks a side per round, alternating (ABBA)"
-    )
-    parser.add_argument("--null", action="store_true", help="A/A: the recorder on neither side")
-    parser.add_argument(
-        "--stub", action="store_true", help="trainer: the on side calls methods that do nothing"
-    )
-    parser.add_argument(
-        "--sections", default="hot,throughput,sampler,trainer,floor", help="which parts to run"
-    )
+    parser.add_argument("--samples", type=int, default=30, help="record calls timed per round")
     ns = parser.parse_args()
-    if ns.rounds < 7 and not ns.quick:
-        parser.error("--rounds: at least 7 alternating rounds for the gates")
+    if ns.rounds < 9:
+        parser.error("--rounds: at least 9 alternating rounds for the gates")
     main(ns)

@@ -143,7 +143,7 @@ async def demo_backends(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await rec.close(1.0)  # stops its flusher task; the demo's writes need no drain
+        await rec.close(1.0)  # stops its flusher thread; the demo's writes need no drain
         await store.aclose()
         await writer.aclose()
 

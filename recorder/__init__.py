@@ -1,34 +1,27 @@
 """The writing side: telemetry that OpenRL's API server, trainers and samplers record.
 
 **Hot path.** A record method (``op_started``, ``sampler_batch``, ...) builds one tuple
-and puts it into a bounded buffer: never blocking, never raising into the caller, no
-I/O. The time is taken as a float (``time.time()``) unless the caller passes ``at``.
+and appends it to a bounded buffer (a ``collections.deque``): never blocking, never
+raising into the caller, no I/O. The time is ``time.time()`` unless the caller passes
+``at``.
 
-**Flusher.** ``RecorderSettings.flusher`` picks who writes: ``"thread"`` (the default),
-``"process"`` or ``"auto"`` (the process where it works: x86-64 POSIX with a plain
-redis-py client). ``"process"``: the record is
-appended to a local queue, and a porter thread moves batches of them, encoded into
-compact bytes (one ``orjson.dumps`` each), into a ring shared with a flusher process
-(``_outbox``, ``_ring``, ``_process``, ``_child``), which does everything below: the
-flush shares neither the caller's event loop nor its GIL beyond the porter's
-microseconds per record. ``"thread"``: the
-record is appended to a ``collections.deque`` and a daemon thread flushes (``Recorder``,
-``AsyncRecorder.from_settings``), or for an ``AsyncRecorder`` given an asyncio client
-that cannot cross to a process, a task on the running loop. Either way the flusher
-takes records in batches of ``batch_size``, turns each batch into few commands
-(``_batch.Batch`` combines the writes of a batch per key) and sends them as one
-pipeline, when ``batch_size`` records are waiting (size trigger) or every
-``flush_interval_s`` (time trigger).
+**One flusher.** A daemon thread (``_flusher``) serves ``Recorder`` and
+``AsyncRecorder`` alike: it takes records in batches of ``batch_size`` when that many
+are waiting (size trigger), every ``flush_interval_s`` (time trigger) or on
+``flush_soon()``; turns each batch into few commands (``_batch.Batch`` combines the
+writes of a batch per key) and sends them as one pipeline through the client's public
+pipeline (``_send``; an asyncio client through a copy of it on the thread's own loop).
+``flush(timeout_s)`` writes everything recorded before the call within its deadline
+and returns how many records it saw written; ``close(timeout_s)`` stops the thread and
+writes what is left within its deadline. ``AsyncRecorder``'s ``flush`` and ``close``
+are awaited: they wait for the thread from a worker thread, never on the caller's loop.
 
-**Parts** (private modules, composed, not inherited): ``_buffer`` (the bounded buffer,
-drop policy, exact counters), ``_writes`` (the table of kind -> key writes) over
-``_batch`` (write combining), ``_flow`` (taking, compiling and settling batches),
-``_status`` (counters and heartbeat), ``_calls`` (the record methods), ``_wire`` (one
-pipeline on the wire), ``_connect`` (clients), the flushers ``_threaded`` and
-``_asyncio``, and the process mode's ``_outbox``, ``_ring``, ``_process``, ``_child``.
-An explicit ``flush(timeout_s)`` writes everything recorded before the call (within the
-deadline) and returns how many records it saw written; ``close(timeout_s)`` stops the
-flusher and writes what is left within its deadline.
+**Parts** (private modules, composed): ``_buffer`` (the bounded buffer, the drop
+policy, exact counters), ``_writes`` (the table of kind -> key writes) over ``_batch``
+(write combining), ``_rollup`` and ``_scripts`` (the server-side scripts), ``_flow``
+(taking, compiling and settling batches), ``_status`` (counters and heartbeat),
+``_calls`` (the record methods), ``_send`` (one pipeline), ``_flusher`` (the thread),
+``_recorders`` (the two recorders).
 
 **Failures.** A failed pipeline (connection refused or reset, timeout, Cluster down,
 loading, out of memory...) keeps its batch: the flusher retries the same batch, with
@@ -48,9 +41,9 @@ find which records were rejected, and those are counted as dropped (``rejected``
 - records still unwritten when ``close``'s deadline passes are dropped (``shutdown``),
   as are records made after ``close`` (``closed``); a call whose arguments cannot even
   be captured (``dict(payload)`` of a non-mapping...) is dropped at once (``malformed``),
-  a record a write function cannot encode later (``invalid``), a record whose command
-  Redis rejects too (``rejected``), and records in flight in a flusher process that
-  died (``lost``; another is started, ``RecorderStats.flusher_crashes`` counts them).
+  a record a write function refuses (an op status, model state or log level outside
+  the domain's vocabulary, a value it cannot encode) when its batch is compiled
+  (``invalid``), and a record whose command Redis rejects (``rejected``).
 
 Nothing is lost silently: ``stats()`` counts, exactly, records ``recorded``, ``written``
 (their pipeline succeeded; a record retried is counted once, when it succeeds),
@@ -63,11 +56,10 @@ is back; a recorder given a ``WorkerInfo`` sends the worker's heartbeat every
 Drops and failures are logged (rate-limited) on the ``openrl_inspect.recorder`` logger.
 """
 
-from openrl_inspect.recorder._asyncio import AsyncRecorder
 from openrl_inspect.recorder._buffer import DROP_REASONS
 from openrl_inspect.recorder._calls import RecorderBase
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats, Retention, WorkerInfo
-from openrl_inspect.recorder._threaded import Recorder
+from openrl_inspect.recorder._recorders import AsyncRecorder, Recorder
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 __all__ = [

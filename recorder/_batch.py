@@ -12,7 +12,7 @@ Combining is exact for what the records do:
   so a key created in the batch gets its TTL, and a trim sees every step of the batch;
 - rollups (``_rollup``): one script per model refreshes the entries of the steps the
   batch touched, after the writes and before the retention scripts;
-- scripts go by ``EVALSHA`` (``_scripts.sha``; ``_wire`` falls back to ``EVAL``).
+- scripts go by ``EVALSHA`` (``_scripts.sha``; ``_send`` falls back to ``EVAL``).
 """
 
 from __future__ import annotations

@@ -19,23 +19,11 @@ from openrl_inspect.recorder._config import RecorderSettings, RecorderStats
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 log = logging.getLogger("openrl_inspect.recorder")
-# Kinds whose first malformed record was logged (once per process).
-_SAID_MALFORMED: set[str] = set()
-
-
-def say_malformed(kind: str) -> None:
-    """Log what raised, the first time a record of ``kind`` is counted malformed (call
-    it from the record call's ``except``): a fault of ours in the put would otherwise
-    pass as bad arguments. Shared by both modes' doors."""
-    if kind not in _SAID_MALFORMED:
-        _SAID_MALFORMED.add(kind)
-        log.warning("recorder: a %s record was refused (counted malformed)", kind, exc_info=True)
-
 
 # (kind, arguments of its write function)
 Record = tuple[str, tuple[Any, ...]]
 
-DROP_REASONS = ("full", "shed", "closed", "malformed", "invalid", "rejected", "shutdown", "lost")
+DROP_REASONS = ("full", "shed", "closed", "malformed", "invalid", "rejected", "shutdown")
 # Reasons a record is dropped before it enters the buffer.
 _AT_THE_DOOR = frozenset({"full", "shed", "closed", "malformed"})
 
@@ -51,12 +39,10 @@ class Buffer:
         self.batch_size = max(1, batch_size)
         self.capacity = max(capacity, self.batch_size)
         self._shed = max(1, min(self.capacity, int(self.capacity * s.shed_fraction)))
-        self._trigger = self.batch_size
         # Below this length a record is appended with no further check.
-        self._fast = min(self._trigger, self._shed)
-        self.status_dirty = False  # set_status: read at the next heartbeat (nothing to do)
+        self._fast = min(self.batch_size, self._shed)
         self.queue: deque[Record] = deque()
-        # Asks the flusher to run now (the size trigger); set by whoever flushes.
+        # Asks the flusher to run now (the size trigger); set by the flusher.
         self.wake: Callable[[], None] = _nothing
         self.wake_sent = False
         self.lock = threading.Lock()
@@ -68,10 +54,9 @@ class Buffer:
         self.batches = 0
         self.failures = 0
         self.dropped: dict[tuple[str, str], int] = {}  # (reason, kind) -> records
-        # Kept by the flusher process only (its parent accounts by kind).
-        self.written_by_kind: dict[str, int] | None = None
         self.connected: bool | None = None
         self.last_error: str | None = None
+        self._said_malformed: set[str] = set()
 
     # -- the hot path --------------------------------------------------------------------
 
@@ -83,6 +68,7 @@ class Buffer:
             self._overflow(rec)
 
     def _overflow(self, rec: Record) -> None:
+        """The drop policy, in one place: past the fast length, every record comes here."""
         try:
             queue = self.queue
             n = len(queue)
@@ -94,7 +80,7 @@ class Buffer:
                 reason = "shed"
             else:
                 queue.append(rec)
-                if n + 1 >= self._trigger and not self.wake_sent:
+                if n + 1 >= self.batch_size and not self.wake_sent:
                     self.wake_sent = True
                     self.wake()
                 return
@@ -109,8 +95,10 @@ class Buffer:
         Called from the record call's ``except``: the first time per kind, what raised is
         logged, since a fault of ours in the put would otherwise pass as bad arguments.
         """
-        say_malformed(kind)
         try:
+            if kind not in self._said_malformed:
+                self._said_malformed.add(kind)
+                log.warning("recorder: a %s record was refused (malformed)", kind, exc_info=True)
             with self.lock:
                 self.drop_locked("malformed", kind)
         except Exception:

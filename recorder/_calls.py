@@ -23,13 +23,12 @@ from openrl_inspect.recorder._config import (
     default_recorder_id,
 )
 from openrl_inspect.recorder._flow import Flow
-from openrl_inspect.recorder._outbox import Outbox
 from openrl_inspect.recorder._status import Status
 
 
 class RecorderBase:
     """The record methods and the counters, over a buffer, the status writes and the
-    flow of batches; ``Recorder`` and ``AsyncRecorder`` add a flusher."""
+    flow of batches; ``Recorder`` and ``AsyncRecorder`` add the flusher."""
 
     def __init__(
         self,
@@ -55,32 +54,19 @@ class RecorderBase:
         self.capacity = self._buffer.capacity
         self._status = Status(s, self.retention, self._buffer, self.recorder_id, worker, clock)
         self._worker_state = self._status.state
-        self._flow = Flow(s, self.retention, self._buffer, self._status, self._wid_of(worker))
-        self._wid = self._wid_of(worker)
+        wid = worker.id if worker is not None else None
+        self._flow = Flow(s, self.retention, self._buffer, self._status, wid)
         self._clock = clock
-        # Where record calls put: the thread mode's buffer, or the process mode's outbox.
-        self._door: Buffer | Outbox = self._buffer
-        self._attach(self._buffer)
-
-    def _attach(self, door: Buffer | Outbox) -> None:
-        """Point the record calls at ``door`` (the buffer, or the process mode's outbox)."""
-        self._door = door
-        self._put = door.put  # the hot path: one bound method call
-        if isinstance(door, Outbox):
-            door.status_fields = self._worker_state.fields  # the porter sends them
-
-    @staticmethod
-    def _wid_of(worker: WorkerInfo | None) -> str | None:
-        return worker.id if worker is not None else None
+        self._put = self._buffer.put  # the hot path: one bound method call
 
     @property
     def pending(self) -> int:
         """Records buffered or in flight (not yet written nor dropped)."""
-        return self._door.pending
+        return self._buffer.pending
 
     def stats(self) -> RecorderStats:
         """The exact counters: ``recorded == written + dropped + pending``."""
-        return self._door.stats(self.recorder_id)
+        return self._buffer.stats(self.recorder_id)
 
     # -- sessions and models ---------------------------------------------------------------
 
@@ -88,25 +74,16 @@ class RecorderBase:
         self, sid: str, owner: str, client: Mapping[str, Any] | None = None, at: float | None = None
     ) -> None:
         try:
-            self._put(
-                (
-                    "session_opened",
-                    (
-                        sid,
-                        owner,
-                        dict(client) if client else {},
-                        self._clock() if at is None else at,
-                    ),
-                )
-            )
+            now = self._clock() if at is None else at
+            self._put(("session_opened", (sid, owner, dict(client) if client else {}, now)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("session_opened")
+            self._buffer.malformed("session_opened")
 
     def session_closed(self, sid: str, at: float | None = None) -> None:
         try:
             self._put(("session_closed", (sid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("session_closed")
+            self._buffer.malformed("session_closed")
 
     def model_created(
         self,
@@ -118,21 +95,11 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            self._put(
-                (
-                    "model_created",
-                    (
-                        mid,
-                        sid,
-                        base_model,
-                        dict(lora) if lora else {},
-                        dict(settings) if settings else {},
-                        self._clock() if at is None else at,
-                    ),
-                )
-            )
+            now = self._clock() if at is None else at
+            lora_, settings_ = dict(lora) if lora else {}, dict(settings) if settings else {}
+            self._put(("model_created", (mid, sid, base_model, lora_, settings_, now)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("model_created")
+            self._buffer.malformed("model_created")
 
     def model_state(
         self, mid: str, state: str, reason: str | None = None, at: float | None = None
@@ -140,7 +107,7 @@ class RecorderBase:
         try:
             self._put(("model_state", (mid, state, self._clock() if at is None else at, reason)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("model_state")
+            self._buffer.malformed("model_state")
 
     # -- ops and steps -----------------------------------------------------------------------
 
@@ -154,27 +121,22 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            rec = (
-                "op_accepted",
-                (mid, oid, kind, step, self._clock() if at is None else at, session_id),
-            )
-            self._put(rec)
+            now = self._clock() if at is None else at
+            self._put(("op_accepted", (mid, oid, kind, step, now, session_id)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_accepted")
+            self._buffer.malformed("op_accepted")
 
     def op_enqueued(self, mid: str, oid: str, at: float | None = None) -> None:
         try:
-            rec = ("op_enqueued", (mid, oid, self._clock() if at is None else at))
-            self._put(rec)
+            self._put(("op_enqueued", (mid, oid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_enqueued")
+            self._buffer.malformed("op_enqueued")
 
     def op_started(self, mid: str, oid: str, worker_id: str, at: float | None = None) -> None:
         try:
-            rec = ("op_started", (mid, oid, worker_id, self._clock() if at is None else at))
-            self._put(rec)
+            self._put(("op_started", (mid, oid, worker_id, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_started")
+            self._buffer.malformed("op_started")
 
     def op_finished(
         self,
@@ -185,21 +147,12 @@ class RecorderBase:
         error: str | None = None,
         at: float | None = None,
     ) -> None:
-        try:  # {**m} copies without dict()'s type call: 2-5 us less cold (issue 17)
-            rec = (
-                "op_finished",
-                (
-                    mid,
-                    oid,
-                    status,
-                    self._clock() if at is None else at,
-                    {**metrics} if metrics else None,
-                    error,
-                ),
-            )
-            self._put(rec)
+        try:
+            now = self._clock() if at is None else at
+            copy = {**metrics} if metrics else None  # not dict(): no type call, cheaper cold
+            self._put(("op_finished", (mid, oid, status, now, copy, error)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("op_finished")
+            self._buffer.malformed("op_finished")
 
     def step_metrics(
         self,
@@ -210,13 +163,10 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            rec = (
-                "step_metrics",
-                (mid, step, {**metrics}, self._clock() if at is None else at, finished),
-            )
-            self._put(rec)
+            now = self._clock() if at is None else at
+            self._put(("step_metrics", (mid, step, {**metrics}, now, finished)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("step_metrics")
+            self._buffer.malformed("step_metrics")
 
     # -- workers, samplers, placements, client logs ----------------------------------------
 
@@ -232,23 +182,11 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            self._put(
-                (
-                    "heartbeat",
-                    (
-                        wid,
-                        role,
-                        pod,
-                        node,
-                        model_id,
-                        list(gpu_ids),
-                        dict(payload) if payload else {},
-                        self._clock() if at is None else at,
-                    ),
-                )
-            )
+            now = self._clock() if at is None else at
+            fields = dict(payload) if payload else {}
+            self._put(("heartbeat", (wid, role, pod, node, model_id, list(gpu_ids), fields, now)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("heartbeat")
+            self._buffer.malformed("heartbeat")
 
     def sampler_batch(
         self,
@@ -284,7 +222,7 @@ class RecorderBase:
             )
             self._put(rec)
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("sampler_batch")
+            self._buffer.malformed("sampler_batch")
 
     def client_log(
         self,
@@ -296,19 +234,10 @@ class RecorderBase:
     ) -> None:
         """A log line the client reported for model ``mid`` (``level``: name or number)."""
         try:
-            rec = (
-                "client_log",
-                (
-                    mid,
-                    level,
-                    message,
-                    {**fields} if fields else None,
-                    self._clock() if at is None else at,
-                ),
-            )
-            self._put(rec)
+            now = self._clock() if at is None else at
+            self._put(("client_log", (mid, level, message, {**fields} if fields else None, now)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("client_log")
+            self._buffer.malformed("client_log")
 
     def placement_admitted(
         self,
@@ -322,33 +251,20 @@ class RecorderBase:
         at: float | None = None,
     ) -> None:
         try:
-            self._put(
-                (
-                    "placement_admitted",
-                    (
-                        mid,
-                        pid,
-                        workload,
-                        namespace,
-                        list(pods),
-                        node,
-                        list(gpu_ids),
-                        self._clock() if at is None else at,
-                    ),
-                )
-            )
+            now = self._clock() if at is None else at
+            where = (workload, namespace, list(pods), node, list(gpu_ids))
+            self._put(("placement_admitted", (mid, pid, *where, now)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("placement_admitted")
+            self._buffer.malformed("placement_admitted")
 
     def placement_released(self, mid: str, pid: str, at: float | None = None) -> None:
         try:
             self._put(("placement_released", (mid, pid, self._clock() if at is None else at)))
         except Exception:  # never into the caller: counted as malformed
-            self._door.malformed("placement_released")
+            self._buffer.malformed("placement_released")
 
     def set_status(self, **fields: Any) -> None:
         """Fields added to the payload of the heartbeats this recorder sends (e.g. ``step``)."""
         # A dict update, atomic under the GIL (the heartbeat copies the dict): a lock and an
-        # encoding here cost a trainer 30-65 us a step. The process mode's porter sends it.
+        # encoding here cost a trainer 30-65 us a step.
         self._worker_state.fields.update(fields)
-        self._door.status_dirty = True

@@ -20,12 +20,14 @@ class RecorderSettings:
     cluster: bool = False
     socket_timeout_s: float = 2.0
     connect_timeout_s: float = 1.0
-    # Overall deadline of one pipeline attempt (asyncio; the sync client relies on the
-    # socket timeouts above).
+    # Overall deadline of one pipeline attempt through an asyncio client (a redis-py
+    # client relies on its socket timeouts, above for the recorder's own).
     attempt_timeout_s: float = 5.0
     capacity: int = 100_000
     shed_fraction: float = 0.5
-    batch_size: int = 512
+    # A batch's commands go as one pipeline; larger batches combine more writes per key
+    # (a backlog drains faster: docs/benchmarks.md, Recorder).
+    batch_size: int = 2048
     flush_interval_s: float = 1.0
     backoff_base_s: float = 0.05
     backoff_cap_s: float = 5.0
@@ -40,21 +42,22 @@ class RecorderSettings:
     recorder_id: str = ""
     # Sync recorder: flush (within ``close_timeout_s``) when the interpreter exits.
     flush_at_exit: bool = True
-    # Who flushes: "thread" (a thread in the caller's process), "process" (a flusher
-    # process fed through shared memory: nothing of the flush runs in the caller's
-    # process), or "auto": the process where it works (x86-64 POSIX, a plain redis-py
-    # client), else a thread. Since the porter (docs/benchmarks.md, issue 17, fourth
-    # pass) a process-mode record call costs what a thread-mode one does, and the flush
-    # holds the caller's GIL about 1.5 us a record instead of 7.7 us: "auto" is the
-    # choice for trainers and samplers. The thread stays the default: a second process
-    # per recorder (about a second of imports before its first write) is a deployment
-    # change to make on purpose.
+    # Who flushes: a daemon thread, the only flusher there is. Kept so that a setting
+    # naming a removed one ("process", "auto", "asyncio") is refused, not ignored.
     flusher: str = "thread"
-    # The flusher process's niceness (added to the caller's): its work is never urgent,
-    # and a trainer or sampler waking from a GPU wait should get a core first. Nice
-    # rather than SCHED_IDLE: on a saturated node a niced flusher still gets a small
-    # share and keeps up with a worker's few hundred records per second.
-    flusher_nice: int = 19
+
+
+FLUSHERS = ("thread",)
+
+
+def check(settings: RecorderSettings) -> None:
+    """Refuse settings a recorder cannot honour, saying what to use instead."""
+    if settings.flusher not in FLUSHERS:
+        raise ValueError(
+            f"RecorderSettings.flusher={settings.flusher!r} (OPENRL_INSPECT_RECORDER_FLUSHER) "
+            "is no longer offered: the recorder has one flusher, a daemon thread, for "
+            "Recorder and AsyncRecorder alike. Leave it unset or set it to 'thread'."
+        )
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,6 @@ class RecorderStats:
     dropped_by_kind: Mapping[str, int]
     connected: bool | None  # None before the first attempt
     last_error: str | None  # the exception class of the last failed attempt
-    # Process mode: times the flusher process died and was started again.
-    flusher_crashes: int = 0
 
     def counters(self) -> dict[str, int]:
         return {

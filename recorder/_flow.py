@@ -1,17 +1,17 @@
 """The flow of batches: taking them from the buffer, compiling them into commands, and
 settling each pipeline's outcome, with retries, backoff and the poison limit.
 
-These are the I/O-free steps of a flush; a flusher (``_threaded``, ``_asyncio``) does
-the I/O and holds its I/O lock around ``take`` ... ``on_results``/``on_failure``.
+These are the I/O-free steps of a flush; the flusher (``_flusher``) does the I/O and
+holds its I/O lock around ``take`` ... ``on_results``/``on_failure``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
 
 import redis.exceptions as rexc
 from openrl_inspect.recorder._batch import Batch, Command
@@ -40,8 +40,7 @@ _TRANSIENT = (
     rexc.TryAgainError,
     rexc.AskError,
     rexc.ReadOnlyError,
-    OSError,
-    asyncio.TimeoutError,
+    OSError,  # TimeoutError too (an asyncio client's attempt past its deadline)
 )
 # A batch whose pipeline raised something other than a connection problem this many
 # times is dropped (``rejected``), so one bad batch cannot stall the recorder.
@@ -55,61 +54,33 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, rexc.ResponseError) and str(exc).startswith(_TRANSIENT_PREFIXES)
 
 
-def _count_written(by_kind: dict[str, int], p: Pending, rejected: set[int]) -> None:
-    skip = p.invalid | rejected
-    for i, (kind, _) in enumerate(p.records):
-        if i not in skip:
-            by_kind[kind] = by_kind.get(kind, 0) + 1
-
-
+@dataclass(slots=True, eq=False)
 class Pending:
     """A batch taken from the buffer: written (or dropped) as a whole, retried as is."""
 
-    __slots__ = (
-        "abandoned",
-        "attempts",
-        "base",
-        "commands",
-        "groups",
-        "invalid",
-        "poison",
-        "records",
-    )
-
-    def __init__(self, records: list[Record], base: int) -> None:
-        self.records = records
-        self.base = base  # sequence number of records[0], for stable record ids
-        self.commands: list[Command] = []
-        # Per-record mode: (record index, first command, end) for each record.
-        self.groups: list[tuple[int, int, int]] | None = None
-        self.invalid: set[int] = set()
-        self.attempts = 0
-        self.poison = 0  # failed attempts that were not Redis being away
-        self.abandoned = False
+    records: list[Record]
+    base: int  # sequence number of records[0], for stable record ids
+    commands: list[Command] = field(default_factory=list)
+    # Per-record mode: (record index, first command, end) for each record.
+    groups: list[tuple[int, int, int]] | None = None
+    invalid: set[int] = field(default_factory=set)
+    attempts: int = 0
+    poison: int = 0  # failed attempts that were not Redis being away
+    abandoned: bool = False
 
     @property
     def valid(self) -> int:
         return len(self.records) - len(self.invalid)
 
 
-class Attempt:
+class Attempt(NamedTuple):
     """One pipeline: its commands and what its success will make true."""
 
-    __slots__ = ("batch", "commands", "expected", "n_batch", "sent")
-
-    def __init__(
-        self,
-        batch: Pending | None,
-        commands: list[Command],
-        n_batch: int,
-        sent: Sent,
-        expected: tuple[int, ...],
-    ) -> None:
-        self.batch = batch
-        self.commands = commands
-        self.n_batch = n_batch  # commands of the batch; the status writes follow
-        self.sent = sent
-        self.expected = expected  # the counters snapshot once it succeeds
+    batch: Pending | None
+    commands: list[Command]
+    n_batch: int  # commands of the batch; the status writes follow
+    sent: Sent
+    expected: tuple[int, ...]  # the counters snapshot once it succeeds
 
 
 class Flow:
@@ -130,7 +101,7 @@ class Flow:
         self._id_prefix = f"{status.recorder_id}/"
         self._wid = worker_id
         self.held: Pending | None = None  # sent, to be retried until settled
-        self.next: Pending | None = None  # prefetched, compiled, not sent yet
+        self.next: Pending | None = None  # compiled while Redis works, not sent yet
         self._seq = 0
         self._streak = 0
         self._warned_drops = 0
@@ -144,6 +115,14 @@ class Flow:
             p, self.next = self.next, None
             self.held = p if p is not None else self._pop()
         return self.held
+
+    def prefetch(self) -> None:
+        """Take and compile the next batch while Redis works on the one just sent."""
+        try:
+            if self.next is None and self.buffer.queue and not self.buffer.closed:
+                self.next = self._pop()
+        except Exception:  # a failure here only costs the overlap
+            log.debug("recorder: prefetch failed", exc_info=True)
 
     def _pop(self) -> Pending | None:
         if not self.buffer.queue:
@@ -161,8 +140,7 @@ class Flow:
     def _track(self, records: list[Record]) -> None:
         """The op this worker runs, for its heartbeat, from the records as they are taken
         (the record calls leave it to us: a trainer makes them where every instruction
-        is cold, docs/benchmarks.md, issue 17). The heartbeat sent with a batch is as of
-        that batch."""
+        is cold). The heartbeat sent with a batch is as of that batch."""
         state = self.status.state
         for kind, args in records:
             try:
@@ -175,14 +153,6 @@ class Flow:
                         state.current = None
             except Exception:  # a record that cannot say spoils only itself
                 continue
-
-    def prefetch(self) -> None:
-        """Take and compile the next batch while Redis works on the one just sent."""
-        try:
-            if self.next is None and self.buffer.queue and not self.buffer.closed:
-                self.next = self._pop()
-        except Exception:  # a failure here only costs the overlap
-            log.debug("recorder: prefetch failed", exc_info=True)
 
     def _batch(self) -> Batch:
         return Batch(self.retention, self._id_prefix, self._wid)
@@ -281,8 +251,6 @@ class Flow:
             if p.abandoned:
                 return
             buf.written += p.valid - len(rejected)
-            if buf.written_by_kind is not None:
-                _count_written(buf.written_by_kind, p, rejected)
             buf.settled += len(p.records)
             buf.batches += 1
             for i in p.invalid:

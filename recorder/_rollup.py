@@ -10,7 +10,7 @@ by the difference between a step's old entry and its new one, so they are idempo
 too. The recorder's hot path is unchanged: this is work for the flusher's pipeline, and
 for Redis.
 
-It goes by EVALSHA. A node that lost its script cache answers NOSCRIPT and ``_wire``
+It goes by EVALSHA. A node that lost its script cache answers NOSCRIPT and ``_send``
 sends the call again as EVAL, after the rest of the batch: the retention scripts behind
 it go by EVALSHA too, so on such a node they failed as well and are re-sent after it, in
 order. Only if another client loaded the trim script in between does the trim run

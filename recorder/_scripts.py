@@ -5,7 +5,7 @@ Each runs on the model's slot only: every key it touches shares the model's hash
 The recorder sends every script by ``EVALSHA`` (``sha``): ``EVAL`` makes Redis hash the
 whole body on every call, and the rollup script's is some 3 KB, sent once per model per
 batch. A node whose script cache is empty (a restart, a failover; each cluster node has
-its own) answers ``NOSCRIPT``, and ``_wire`` sends that command again as ``EVAL`` with
+its own) answers ``NOSCRIPT``, and ``_send`` sends that command again as ``EVAL`` with
 the body found here (``body``).
 """
 

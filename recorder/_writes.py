@@ -15,12 +15,17 @@ Retention is enforced as the records are written, so nothing needs a sweeper: en
 models and closed sessions get TTLs, steps past the per-model cap are trimmed, capped
 sorted sets keep their newest entries, global indexes drop entries older than their
 retention. Hash values use the one record encoding, ``state.records.encode``.
+
+Enumerated arguments are checked against the domain's vocabularies here (a model's
+state, an op's status, a log level): a value the reader would refuse raises, and the
+flow counts that record alone as dropped (``invalid``), so the writer never stores what
+the reader cannot decode.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from openrl_inspect.core.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
@@ -30,6 +35,13 @@ from openrl_inspect.state import keys, rollup
 from openrl_inspect.state.records import dumps, encode
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+OP_STATUSES = frozenset(OpStatus)
+
+
+def allowed(name: str, value: object, vocabulary: Collection[str]) -> None:
+    """Refuse ``value`` unless it is one of ``vocabulary`` (the record is dropped, invalid)."""
+    if value not in vocabulary:
+        raise ValueError(f"unknown {name} {value!r}")
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -79,40 +91,38 @@ def model_created(
     settings: Mapping[str, Any],
     at: float,
 ) -> None:
-    b.hset(
-        keys.model(mid),
-        encode(
-            {
-                "id": mid,
-                "session_id": sid,
-                "base_model": base_model,
-                "lora": dict(lora),
-                "settings": dict(settings),
-                "created_at": at,
-                "state": ModelState.WAITING,
-                "state_at": at,
-                "waiting_at": at,
-            }
-        ),
-    )
+    fields: dict[str, Any] = {
+        "id": mid,
+        "session_id": sid,
+        "base_model": base_model,
+        "lora": dict(lora),
+        "settings": dict(settings),
+        "created_at": at,
+        "waiting_at": at,
+    }
+    model_record(b, mid, fields, ModelState.WAITING, at)
     # The rollup begins with the model: a reader trusts only a rollup that saw it all.
     b.hset1(keys.rollup(mid), "v", rollup.VERSION)
     b.zadd(keys.session_models(sid), mid, at)
-    b.zadd(keys.models_in_state(ModelState.WAITING), mid, at)
     session_activity(b, sid, at)
 
 
-def model_state(b: Batch, mid: str, state: str, at: float, reason: str | None = None) -> None:
-    if state not in keys.MODEL_STATES:
-        raise ValueError(f"unknown model state {state!r}")
-    fields: dict[str, Any] = {"state": state, "state_at": at, f"{state}_at": at}
-    if reason is not None:
-        fields["failure_reason"] = reason
-    b.hset(keys.model(mid), encode(fields))
+def model_record(b: Batch, mid: str, fields: dict[str, Any], state: str, at: float) -> None:
+    """A model hash's fields, its state, and the model's indexes that follow from them:
+    the one place where a model record's write queues its related writes."""
+    allowed("model state", state, keys.MODEL_STATES)
+    b.hset(keys.model(mid), encode({**fields, "state": state, "state_at": at}))
     for other in keys.MODEL_STATES:
         if other != state:
             b.zrem(keys.models_in_state(other), mid)
     b.zadd(keys.models_in_state(state), mid, at)
+
+
+def model_state(b: Batch, mid: str, state: str, at: float, reason: str | None = None) -> None:
+    fields: dict[str, Any] = {f"{state}_at": at}
+    if reason is not None:
+        fields["failure_reason"] = reason
+    model_record(b, mid, fields, state, at)
     if state in TERMINAL_STATES:
         ttl = b.r.ended_model_ttl_s
         b.trim_score(keys.models_in_state(state), at - ttl)
@@ -176,6 +186,7 @@ def op_finished(
     metrics: Mapping[str, Any] | None = None,
     error: str | None = None,
 ) -> None:
+    allowed("op status", status, OP_STATUSES)
     fields = {"status": status, "finished_at": repr(at)}
     if metrics:
         fields["metrics"] = dumps(metrics)
@@ -302,20 +313,18 @@ def sampler_batch(
     b.trim_rank(key, b.r.max_sampler_batches_per_model)
 
 
+# A level number counts as the highest standard level at or below it (25: INFO).
+_LEVEL_FLOORS = tuple((logging.getLevelName(name), name) for name in reversed(LOG_LEVELS))
+
+
 def level_name(level: str | int) -> str:
-    """``logging`` levels (numbers or names) as one of ``LOG_LEVELS``."""
+    """``logging`` levels (numbers, or names in any case) as one of ``LOG_LEVELS``."""
     if isinstance(level, int):
-        name = logging.getLevelName(level)
-        if isinstance(name, str) and name in LOG_LEVELS:
-            return name
-        if level >= logging.CRITICAL:
-            return "CRITICAL"
-        for n in reversed(LOG_LEVELS):
-            if level >= logging.getLevelName(n):
-                return n
-        return "DEBUG"
+        return next((name for floor, name in _LEVEL_FLOORS if level >= floor), "DEBUG")
     upper = str(level).upper()
-    return "WARNING" if upper == "WARN" else upper if upper in LOG_LEVELS else "INFO"
+    name = "WARNING" if upper == "WARN" else upper
+    allowed("log level", name, LOG_LEVELS)
+    return name
 
 
 def client_log(

@@ -66,7 +66,7 @@ def world() -> Iterator[World]:
     try:
         yield loop.run_until_complete(_build())
     finally:
-        # The recorder's flusher task of ``populate``, still waiting for records.
+        # Whatever task a test left on this loop.
         for task in asyncio.all_tasks(loop):
             task.cancel()
         loop.run_until_complete(asyncio.sleep(0))

@@ -1,7 +1,7 @@
 """Scripts by EVALSHA, after the server lost its script cache (a restart, a failover; here
 ``SCRIPT FLUSH`` between two flushes): every record is written and counted, and the
-rollups are what a server that kept its cache holds. Standalone (redis-py's packed path,
-sync and asyncio) and a 3-node cluster (redis-py's cluster pipelines, sync and asyncio).
+rollups are what a server that kept its cache holds. Standalone and a 3-node cluster, for
+both recorders (``Recorder`` and ``AsyncRecorder``: the one flusher thread either way).
 And a Redis user whose ACL grants EVAL but not EVALSHA: the same fallback, warned."""
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 import redis
-from openrl_inspect.recorder import AsyncRecorder, Recorder, RecorderBase, RecorderSettings
+import redis.asyncio as aioredis
+from openrl_inspect.recorder import (
+    AsyncRecorder,
+    Recorder,
+    RecorderBase,
+    RecorderSettings,
+    RecorderStats,
+)
 from openrl_inspect.recorder._rollup import ROLLUP_SHA
 from openrl_inspect.recorder._scripts import TRIM_STEPS, sha
 from openrl_inspect.state import keys
@@ -47,8 +54,42 @@ def _settings(url: str, rid: str, **kw: Any) -> RecorderSettings:
     return RecorderSettings(url=url, flush_at_exit=False, recorder_id=rid, **kw)
 
 
+# Recorder and AsyncRecorder from settings (their own redis-py client), and an
+# AsyncRecorder given a redis.asyncio client (sent through a copy on the thread's loop).
+MODES = ["sync", "async", "async-client"]
+
+
+def _recorder(mode: str, settings: RecorderSettings) -> tuple[RecorderBase, Any]:
+    """The recorder, and the asyncio client it was given (to close), if any."""
+    if mode == "sync":
+        return Recorder.from_settings(settings), None
+    if mode == "async":
+        return AsyncRecorder.from_settings(settings), None
+    client: Any = (aioredis.RedisCluster if settings.cluster else aioredis.Redis).from_url(
+        settings.url
+    )
+    return AsyncRecorder(client, settings=settings), client
+
+
+async def _flush(rec: RecorderBase) -> int:
+    if isinstance(rec, Recorder):
+        return rec.flush(10)
+    assert isinstance(rec, AsyncRecorder)
+    return await rec.flush(10)
+
+
+async def _close(rec: RecorderBase, client: Any) -> RecorderStats:
+    if isinstance(rec, Recorder):
+        return rec.close(10)
+    assert isinstance(rec, AsyncRecorder)
+    st = await rec.close(10)
+    if client is not None:
+        await client.aclose()
+    return st
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ["thread", "asyncio"])
+@pytest.mark.parametrize("mode", MODES)
 async def test_a_server_without_the_scripts_gets_them_sent_again(
     redis_server: RedisServer, mode: str
 ) -> None:
@@ -60,24 +101,13 @@ async def test_a_server_without_the_scripts_gets_them_sent_again(
     try:
         states = []
         for mid, flush_scripts in ((kept, False), (lost, True)):
-            settings = _settings(url, f"rec-{mid}")
-            rec: RecorderBase
-            if mode == "thread":
-                rec = Recorder.from_settings(settings)
-                n = _half(rec, mid, True)
-                assert rec.flush(10) == n
-                if flush_scripts:
-                    client.script_flush()
-                n += _half(rec, mid, False)
-                st = rec.close(10)
-            else:
-                rec = AsyncRecorder.from_settings(settings)
-                n = _half(rec, mid, True)
-                assert await rec.flush(10) == n
-                if flush_scripts:
-                    client.script_flush()
-                n += _half(rec, mid, False)
-                st = await rec.close(10)
+            rec, given = _recorder(mode, _settings(url, f"rec-{mid}"))
+            n = _half(rec, mid, True)
+            assert await _flush(rec) == n
+            if flush_scripts:
+                client.script_flush()
+            n += _half(rec, mid, False)
+            st = await _close(rec, given)
             assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
             states.append(_rollup(client, mid))
         # The second half's EVALSHAs found nothing, their EVALs loaded the scripts again.
@@ -96,29 +126,19 @@ async def test_a_server_without_the_scripts_gets_them_sent_again(
 
 @pytest.mark.redis_cluster
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ["thread", "asyncio"])
+@pytest.mark.parametrize("mode", MODES)
 async def test_a_cluster_node_without_the_scripts_gets_them_sent_again(
     redis_cluster: RedisCluster, mode: str
 ) -> None:
     client = redis.RedisCluster.from_url(redis_cluster.url, decode_responses=True)
     mids = [f"ns-cl-{mode}-{i}" for i in range(6)]  # several models: more than one node
     try:
-        settings = _settings(redis_cluster.url, "rec-ns-cl", cluster=True)
-        rec: RecorderBase
-        if mode == "thread":
-            rec = Recorder.from_settings(settings)
-            n = sum(_half(rec, mid, True) for mid in mids)
-            assert rec.flush(10) == n
-            _flush_scripts(client)
-            n += sum(_half(rec, mid, False) for mid in mids)
-            st = rec.close(10)
-        else:
-            rec = AsyncRecorder.from_settings(settings)
-            n = sum(_half(rec, mid, True) for mid in mids)
-            assert await rec.flush(10) == n
-            _flush_scripts(client)
-            n += sum(_half(rec, mid, False) for mid in mids)
-            st = await rec.close(10)
+        rec, given = _recorder(mode, _settings(redis_cluster.url, "rec-ns-cl", cluster=True))
+        n = sum(_half(rec, mid, True) for mid in mids)
+        assert await _flush(rec) == n
+        _flush_scripts(client)
+        n += sum(_half(rec, mid, False) for mid in mids)
+        st = await _close(rec, given)
         assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
         nodes = {client.get_node_from_key(keys.model(mid)).name for mid in mids}  # type: ignore[no-untyped-call]
         assert len(nodes) > 1
@@ -166,15 +186,14 @@ def test_a_user_without_evalsha_still_writes_everything(
     client = redis.Redis(port=redis_server.port, db=10, decode_responses=True)
     client.flushdb()
     try:
-        for flusher in ("thread", "process"):
-            rec = Recorder.from_settings(_settings(url, f"rec-old-acl-{flusher}", flusher=flusher))
-            mid = f"old-acl-{flusher}"
-            n = _half(rec, mid, True) + _half(rec, mid, False)
-            st = rec.close(20)
-            assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
-            counters, entries = _rollup(client, mid)
-            assert counters["n:forward_backward"] == "51" and len(entries) == 17
-        assert "may not run EVALSHA" in caplog.text  # the thread flusher's, in this process
+        rec = Recorder.from_settings(_settings(url, "rec-old-acl"))
+        mid = "old-acl"
+        n = _half(rec, mid, True) + _half(rec, mid, False)
+        st = rec.close(20)
+        assert (st.recorded, st.written, st.dropped, st.pending) == (n, n, 0, 0)
+        counters, entries = _rollup(client, mid)
+        assert counters["n:forward_backward"] == "51" and len(entries) == 17
+        assert "may not run EVALSHA" in caplog.text
     finally:
         client.flushdb()
         client.close()

@@ -163,6 +163,29 @@ async def test_sync_recorder_round_trip_through_the_reader(redis_server: Any) ->
     raw.close()
 
 
+def test_a_command_redis_rejects_drops_only_its_record(redis_server: Any) -> None:
+    # A real server's error replies, read one by one: the batch is sent again record by
+    # record, and only the record whose command was refused is dropped.
+    raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    raw.set(keys.logs("m-wrong"), "not a sorted set")
+    rec = Recorder.from_settings(
+        RecorderSettings(url=redis_server.url, recorder_id="rej-1", flush_at_exit=False),
+        start=False,
+    )
+    rec.client_log("m-right", "INFO", "fine")
+    rec.client_log("m-wrong", "INFO", "refused: WRONGTYPE")
+    rec.op_accepted("m-wrong", "o-rej", "forward", 1)
+    assert rec.flush(10) == 2
+    st = rec.close(10)
+    assert (st.recorded, st.written, st.dropped, st.pending) == (3, 2, 1, 0)
+    assert dict(st.dropped_by_reason) == {"rejected": 1}
+    assert dict(st.dropped_by_kind) == {"client_log": 1}
+    assert raw.zcard(keys.logs("m-right")) == 1
+    assert raw.hget(keys.op("m-wrong", "o-rej"), "kind") == "forward"
+    raw.delete(keys.logs("m-wrong"))
+    raw.close()
+
+
 # -- never blocking -----------------------------------------------------------------------------
 
 
@@ -202,13 +225,18 @@ def test_sync_record_calls_return_while_the_flusher_is_stuck_on_a_silent_redis()
 
 
 @pytest.mark.anyio
-async def test_async_record_calls_and_the_loop_stay_free_while_redis_is_silent() -> None:
+@pytest.mark.parametrize("given", [False, True], ids=["own-client", "asyncio-client"])
+async def test_async_record_calls_and_the_loop_stay_free_while_redis_is_silent(
+    given: bool,
+) -> None:
     silent = SilentServer()
-    rec = AsyncRecorder.from_settings(fault_settings(silent.url, attempt_timeout_s=60.0))
+    settings = fault_settings(silent.url, attempt_timeout_s=60.0, socket_timeout_s=60.0)
+    client = aioredis.Redis.from_url(silent.url, socket_timeout=60.0) if given else None
+    rec = AsyncRecorder(client, settings=settings)
     try:
         rec.op_started("m1", "first", "w1")
         await poll_until(silent.received.is_set, "the flusher's pipeline")
-        # The flusher task awaits an answer that never comes; the loop still runs us.
+        # The flusher thread waits for an answer that never comes; the loop runs us.
         for i in range(10_000):
             rec.op_started("m1", f"o{i}", "w1")
             if i % 1000 == 0:
@@ -219,6 +247,8 @@ async def test_async_record_calls_and_the_loop_stay_free_while_redis_is_silent()
         assert st.dropped == st.recorded
     finally:
         silent.close()
+        if client is not None:
+            await client.aclose()
 
 
 # -- faults -------------------------------------------------------------------------------------
@@ -237,7 +267,7 @@ def test_redis_stopped_and_restarted_mid_run_loses_nothing_silently() -> None:
 
         server.stop()
         at_stop = producer.n
-        # (a flusher process may have shed while it started: count overflow from here)
+        # (count the overflow from here: records shed before the stop are not the outage's)
         full = rec.stats().dropped_by_reason.get("full", 0)
         wait_until(
             lambda: (

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
+from dataclasses import replace
 from typing import Any, cast
 
 import fakeredis
@@ -23,7 +23,7 @@ from openrl_inspect.recorder import (
     WorkerInfo,
 )
 from openrl_inspect.state import keys
-from openrl_inspect.state.records import ModelRecord
+from openrl_inspect.state.records import ModelRecord, OpRecord
 
 QUIET = RecorderSettings(publish_counters=False, recorder_id="rec-test", flush_at_exit=False)
 
@@ -134,6 +134,46 @@ def test_a_call_whose_arguments_cannot_be_captured_is_counted_not_raised() -> No
     assert st_.recorded == 3 and st_.pending == 1
     assert st_.dropped_by_reason == {"malformed": 2}
     assert st_.dropped_by_kind == {"heartbeat": 1, "placement_admitted": 1}
+
+
+def test_enumerated_arguments_outside_the_domain_are_dropped_as_invalid() -> None:
+    # What the reader would refuse (state/records.py) is never written: the op keeps the
+    # status it had, and each refused record is counted, by kind.
+    client = fake()
+    rec = Recorder(client, settings=QUIET, start=False)
+    rec.op_accepted("m1", "o1", "forward", 1, at=1.0)
+    rec.op_finished("m1", "o1", status="FAILED", at=2.0)  # the reader's values are lower case
+    rec.op_finished("m1", "o1", status="done", at=2.0)
+    rec.client_log("m1", "verbose", "no such level", at=2.0)
+    rec.client_log("m1", "warn", "an alias of WARNING", at=2.0)
+    rec.model_state("m1", "paused", at=2.0)
+    rec.op_finished("m1", "o1", status="cancelled", at=3.0)
+    assert rec.flush() == 3
+    st_ = rec.stats()
+    assert st_.dropped_by_reason == {"invalid": 4}
+    assert st_.dropped_by_kind == {"op_finished": 2, "client_log": 1, "model_state": 1}
+    assert balanced(st_) and st_.pending == 0
+    op = OpRecord.from_hash(cast(dict[str, str], client.hgetall(keys.op("m1", "o1"))))
+    assert (op.status, op.finished_at) == ("cancelled", 3.0)
+    (entry,) = cast(list[str], client.zrange(keys.logs("m1"), 0, -1))
+    assert json.loads(entry)["level"] == "WARNING"
+    assert not client.exists(keys.model("m1"))
+
+
+@pytest.mark.parametrize("flusher", ["process", "auto", "asyncio"])
+def test_a_setting_naming_a_removed_flusher_is_refused_with_what_to_use(flusher: str) -> None:
+    from openrl_inspect.core.settings import load
+
+    from_env = load(
+        RecorderSettings, "OPENRL_INSPECT_RECORDER_", {"OPENRL_INSPECT_RECORDER_FLUSHER": flusher}
+    )
+    for s in (RecorderSettings(flusher=flusher), from_env):
+        for build in (Recorder, AsyncRecorder):
+            with pytest.raises(ValueError, match="daemon thread") as refused:
+                build(fake(), settings=s, start=False)
+            assert f"flusher={flusher!r}" in str(refused.value)
+            assert "set it to 'thread'" in str(refused.value)
+    Recorder(fake(), settings=replace(QUIET, flusher="thread"), start=False).close(1)
 
 
 def test_settings_load_from_the_environment() -> None:
@@ -586,49 +626,57 @@ async def test_async_flush_and_close_account_every_record() -> None:
     assert await raw.hget(keys.op("m1", "o1"), "status") == "succeeded"
 
 
-class Swallowing:
-    """An asyncio client whose pipelines swallow a cancellation, as redis-py 8.1 does
-    more often than not when one lands mid-pipeline (it finishes the pipeline instead)."""
+@pytest.mark.anyio
+async def test_async_flushes_run_on_the_flusher_thread_not_the_callers_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openrl_inspect.recorder import _send
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.in_flight = asyncio.Event()
+    seen: list[tuple[str, bool]] = []
+    send = _send.LoopPipe.send
 
-    def pipeline(self, transaction: bool = False) -> Any:
-        outer = self
+    def spy(self: _send.LoopPipe, commands: Any, limit_s: float, meanwhile: Any) -> list[Any]:
+        seen.append((threading.current_thread().name, self.loop is caller))
+        return send(self, commands, limit_s, meanwhile)
 
-        class Pipe:
-            def __init__(self) -> None:
-                self.pipe = outer.client.pipeline(transaction=transaction)
-
-            def execute_command(self, *args: Any) -> None:
-                self.pipe.execute_command(*args)
-
-            async def execute(self, raise_on_error: bool = True) -> list[Any]:
-                outer.in_flight.set()
-                with contextlib.suppress(asyncio.CancelledError):  # lost, as in the library
-                    await asyncio.sleep(0.05)
-                return cast(list[Any], await self.pipe.execute(raise_on_error=raise_on_error))
-
-        return Pipe()
+    monkeypatch.setattr(_send.LoopPipe, "send", spy)
+    caller = asyncio.get_running_loop()
+    server = fakeredis.FakeServer()
+    raw = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    rec = AsyncRecorder(raw, settings=QUIET, batch_size=8)
+    for i in range(40):
+        rec.op_accepted("m1", f"o{i}", "forward", i, at=float(i))
+    assert await rec.flush(10) == 40
+    rec.op_finished("m1", "o1", at=50.0)
+    st_ = await rec.close(10)
+    assert (st_.written, st_.pending) == (41, 0)
+    assert seen and all(name.startswith("openrl-recorder") for name, _ in seen)
+    assert not any(on_callers_loop for _, on_callers_loop in seen)
+    # The flusher wrote through a copy of the client: the caller's is still the caller's.
+    assert await raw.hget(keys.op("m1", "o1"), "status") == "succeeded"
+    await raw.aclose()
 
 
 @pytest.mark.anyio
-async def test_a_cancellation_the_client_swallows_still_stops_the_flusher() -> None:
-    # Without this a loop shutting down (asyncio.run, pytest's runner) cancels the
-    # flusher task once and then waits for it for ever: the hang that cost a CI run.
-    raw = fakeredis.FakeAsyncRedis(server=fakeredis.FakeServer(), decode_responses=True)
-    client = Swallowing(raw)
-    settings_ = RecorderSettings(publish_counters=False, recorder_id="r", flush_interval_s=0.001)
-    rec = AsyncRecorder(cast(Any, client), settings=settings_, batch_size=8)
-    for i in range(64):
+async def test_a_recorder_dropped_unclosed_writes_what_it_held_and_stops_its_thread() -> None:
+    import gc
+
+    import anyio
+
+    server = fakeredis.FakeServer()
+    raw = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    rec = AsyncRecorder(raw, settings=replace(QUIET, flush_interval_s=60.0))
+    thread = rec._flusher._thread
+    assert thread is not None and thread.is_alive()
+    for i in range(5):
         rec.op_accepted("m1", f"o{i}", "forward", i, at=float(i))
-    rec.flush_soon()
-    await asyncio.wait_for(client.in_flight.wait(), 5)
-    task = rec._task
-    assert task is not None
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=5)
-    assert done and task.cancelled()
-    st_ = await rec.close(timeout_s=5)
-    assert balanced(st_) and st_.dropped == 0 and st_.written == 64
+    del rec
+    gc.collect()
+    for _ in range(1000):  # liveness bound only
+        written = await raw.exists(*[keys.op("m1", f"o{i}") for i in range(5)])
+        if written == 5 and not thread.is_alive():
+            break
+        await anyio.sleep(0.01)
+    else:
+        pytest.fail("the dropped recorder neither wrote its records nor stopped")
+    await raw.aclose()

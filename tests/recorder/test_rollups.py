@@ -8,7 +8,7 @@ from typing import Any
 import fakeredis
 from openrl_inspect.recorder._batch import Batch
 from openrl_inspect.recorder._config import Retention
-from openrl_inspect.recorder._wire import execute_sync
+from openrl_inspect.recorder._send import SyncPipe
 from openrl_inspect.recorder._writes import WRITES
 from openrl_inspect.state import keys, rollup
 
@@ -41,7 +41,7 @@ def _write(r: Any, records: list[tuple[str, tuple[Any, ...]]], times: int) -> No
     commands = b.commands()
     for _ in range(times):
         # The recorder's own sending: its scripts go by EVALSHA, EVAL when not cached.
-        results = execute_sync(r, commands)
+        results = SyncPipe(r, owned=False).execute(commands, 10.0)
         assert not [x for x in results if isinstance(x, Exception)]
 
 

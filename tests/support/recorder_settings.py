@@ -11,10 +11,9 @@ KEEP_ALL = Retention(max_steps_per_model=1_000_000, max_sampler_batches_per_mode
 
 
 def recorder_settings(url: str, **overrides: Any) -> RecorderSettings:
-    """The process mode by default; ``overrides`` replace any field."""
+    """Quick flushes, timeouts and backoff; ``overrides`` replace any field."""
     values: dict[str, Any] = {
         "url": url,
-        "flusher": "process",
         "capacity": 50_000,
         "batch_size": 200,
         "flush_interval_s": 0.05,
