@@ -17,12 +17,7 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from openrl_inspect.core.errors import (
-    AuthUnavailable,
-    Forbidden,
-    InspectorError,
-    Unauthenticated,
-)
+from openrl_inspect.core.errors import AuthUnavailable, Forbidden, InspectorError, Unauthenticated
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR, SCOPE_KEY, Principal
 from openrl_inspect.core.responses import refused
 from openrl_inspect.telemetry.records import RECORD, RequestRecord

@@ -22,7 +22,8 @@ from urllib.parse import quote
 import httpx
 from openrl_inspect.cli.serve import BackendSettings, backend_settings, real_backends
 from openrl_inspect.cli.table import render
-from openrl_inspect.core.errors import SettingsError, error
+from openrl_inspect.core.codes import error
+from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
 from openrl_inspect.core.settings import Settings, check_url, load
 from openrl_inspect.execution import Request, Runner, build_schema

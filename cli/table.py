@@ -118,8 +118,7 @@ def _attention(data: dict[str, Any]) -> list[str]:
     more = a["needing"] - len(a["models"])
     if more > 0:
         lines.append(
-            f"... and {more} more (--first {min(a['needing'], MAX_WORST)} shows "
-            f"up to {MAX_WORST})"
+            f"... and {more} more (--first {min(a['needing'], MAX_WORST)} shows up to {MAX_WORST})"
         )
     return lines
 

@@ -37,6 +37,7 @@ from graphql import (
     get_operation_ast,
     parse,
 )
+from openrl_inspect.core.codes import error
 from openrl_inspect.core.cursor import Sealer, process_sealer
 from openrl_inspect.core.errors import (
     BadRequest,
@@ -45,7 +46,6 @@ from openrl_inspect.core.errors import (
     InvalidDocument,
     QueryTooCostly,
     RequestRefused,
-    error,
 )
 from openrl_inspect.core.principal import Principal
 from openrl_inspect.core.settings import Settings

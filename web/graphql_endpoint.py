@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from openrl_inspect.core.codes import code_of, status_of
 from openrl_inspect.core.errors import (
     BadRequest,
     ClientDisconnected,
     InspectorError,
     UnsupportedMediaType,
-    code_of,
-    status_of,
 )
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.core.responses import refused

@@ -65,11 +65,7 @@ from openrl_inspect.adapters.logs import (
 )
 from openrl_inspect.adapters.logs.memory import InMemoryLogSource, wire_entry
 from openrl_inspect.core.backend_calls import timed
-from openrl_inspect.core.errors import (
-    BackendTimeout,
-    InvalidInput,
-    NotFound,
-)
+from openrl_inspect.core.errors import BackendTimeout, InvalidInput, NotFound
 
 __all__ = ["PodLogSource"]
 

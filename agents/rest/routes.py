@@ -26,7 +26,8 @@ from openrl_inspect.agents.rest.params import (
 )
 from openrl_inspect.agents.rest.status import status
 from openrl_inspect.core import domain
-from openrl_inspect.core.errors import ClientDisconnected, InvalidInput, code_of
+from openrl_inspect.core.codes import code_of
+from openrl_inspect.core.errors import ClientDisconnected, InvalidInput
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.execution.disconnect import unless_disconnected

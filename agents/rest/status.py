@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openrl_inspect.core.errors import status_of
+from openrl_inspect.core.codes import status_of
 
 
 def status(data: dict[str, Any] | None, root: str, codes: list[str]) -> int:
