@@ -15,7 +15,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,7 @@ from openrl_inspect import auth
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource
 from openrl_inspect.adapters.prometheus import RawQuerySettings
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, StateStore, connect
-from openrl_inspect.cli.launch import launch, listen_settings
+from openrl_inspect.cli.launch import browsable_url, launch, listen_settings
 from openrl_inspect.core import settings
 from openrl_inspect.core.errors import SettingsError
 from openrl_inspect.core.settings import Settings
@@ -35,7 +35,7 @@ from openrl_inspect.simulator.kube_twin import mirror_kubernetes
 from openrl_inspect.simulator.logs_twin import LogMirror
 from openrl_inspect.simulator.metrics_twin import DemoMetrics, start
 from openrl_inspect.telemetry import MetricsSettings
-from openrl_inspect.web.app import create_app
+from openrl_inspect.web.app import UI, create_app
 from openrl_inspect.web.guard import HttpSettings
 from openrl_inspect.web.health import HealthSettings
 from openrl_inspect.web.identity import BackendIdentity, Identity, clean_url
@@ -105,12 +105,43 @@ async def _drive(
             raise asyncio.CancelledError
 
 
+# What the demo offers to open first: (what it is, the dashboard's page, the scenario
+# whose model it is, or "" for that model's session). The seed is fixed, so the ids are
+# the same on every start (the README's examples use them).
+TRY_FIRST = (
+    ("a failed model", "model", "failed"),
+    ("a stuck model", "model", "stuck"),
+    ("a waiting model", "model", "waiting"),
+    ("their session", "session", ""),
+)
+
+
+def ids_to_try(sim: Simulation) -> list[tuple[str, str, str]]:
+    """(what it is, page, id) for each of ``TRY_FIRST`` the simulation staged."""
+    out: list[tuple[str, str, str]] = []
+    for label, page, scenario in TRY_FIRST:
+        mid = sim.scenario_ids.get(scenario or "failed")
+        if mid is None:
+            continue
+        out.append((label, page, mid if scenario else sim.models[mid].session_id))
+    return out
+
+
+def print_ids_to_try(sim: Simulation, ui_url: str) -> None:
+    print("Try:", flush=True)
+    for label, page, oid in ids_to_try(sim):
+        print(f"  {label:<16} {ui_url}#/{page}/{oid}", flush=True)
+
+
 @asynccontextmanager
 async def demo_backends(
-    demo: DemoSettings, world: SimConfig | None = None
+    demo: DemoSettings,
+    world: SimConfig | None = None,
+    announce: Callable[[Simulation], None] | None = None,
 ) -> AsyncIterator[Backends]:
     """A simulated OpenRL cluster, written live into fakeredis (or ``demo.redis_url``);
-    ``world`` replaces the shape ``demo`` gives (the dashboard bench's large cluster)."""
+    ``world`` replaces the shape ``demo`` gives (the dashboard bench's large cluster);
+    ``announce`` is shown the simulation once it is populated."""
     writer: Any
     if demo.redis_url:
         settings = RedisSettings(url=demo.redis_url)
@@ -133,6 +164,8 @@ async def demo_backends(
     now = time.time()
     populate(sim, now)
     await rec.flush()
+    if announce is not None:
+        announce(sim)
     backends = Backends(state=store)
     twins = await DemoTwins.build(sim, store, now)
     twins.install(backends)
@@ -174,8 +207,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -
         warnings = [w for w in [auth.argv_password(args.redis_url, "--redis-url")] if w]
         # The DNS rebinding guard on loopback, as for ``serve`` with mode none.
         anonymous = auth.Anonymous(loopback_only=auth.is_loopback(listen.host))
+        ui = f"{browsable_url(listen.host, listen.port)}{UI}"
         app = create_app(
-            lambda: demo_backends(demo),
+            lambda: demo_backends(demo, announce=lambda sim: print_ids_to_try(sim, ui)),
             inspector,
             http,
             health,

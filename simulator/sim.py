@@ -10,11 +10,11 @@ records. Scenarios that later diagnostics must recognise are staged by
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from openrl_inspect.core.domain import HOLDING_STATES, ModelState
+from openrl_inspect.core.domain import HOLDING_STATES, ModelState, OpStatus
 from openrl_inspect.recorder import RecorderBase
 from openrl_inspect.simulator.cluster import Cluster, Gpu
 from openrl_inspect.simulator.sampler import GEN_RATE, SamplerBatches
@@ -31,6 +31,9 @@ DURATIONS = {
     "save_weights": (4.0, 1.0),
 }
 HEARTBEAT_EVERY_S = 5.0
+# Live arrivals wait while fewer whole GPUs than this are free (besides the new model's
+# own): the demo's capacity stays mixed, held and free, however long it runs.
+FREE_RESERVE_GPUS = 8
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,18 @@ class SimConfig:
     nodes_per_pool: tuple[tuple[str, int], ...] = (("h100", 4), ("h200", 2))
     # Stage a model per cause the diagnosis knows, and healthy ones (simulator.scenarios).
     scenarios: bool = True
-    # Live mode: a new model every this many seconds on average.
+    # Live mode: a new model every this many seconds on average, while there is room.
     new_model_every_s: float = 20.0
+
+
+@dataclass
+class Periodic:
+    """A live hook a scenario registers (``Simulation.every``): ``run(now)`` every
+    ``period_s`` of simulated time, first at ``due``."""
+
+    period_s: float
+    run: Callable[[float], None]
+    due: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,10 @@ class SimModel:
     live: bool = True  # advanced by ``advance``; staged scenarios are not
     heartbeats: bool = True  # its workers keep heartbeating in live mode
     silent: set[str] = field(default_factory=set)  # its workers that never heartbeat again
+    # Live: the first forward_backward of every ``fail_every``-th step fails with
+    # ``fail_error`` (a staged model whose failures keep recurring).
+    fail_every: int = 0
+    fail_error: str = ""
     # When it was created, placed and activated (read by the Kubernetes twin).
     created_at: float = 0.0
     placed_at: float | None = None
@@ -113,6 +130,7 @@ class Simulation:
         self._seq = 0
         self._next_model_at = 0.0
         self._last_heartbeat = 0.0
+        self._periodic: list[Periodic] = []
 
     # -- ids and timings ----------------------------------------------------------------
 
@@ -289,6 +307,17 @@ class Simulation:
         self.now = now
         self._next_model_at = now + cfg.new_model_every_s
         self._last_heartbeat = now
+        for hook in self._periodic:
+            hook.due = now + hook.period_s
+
+    def every(self, period_s: float, run: Callable[[float], None]) -> None:
+        """Call ``run(now)`` every ``period_s`` once live (a scenario that would fade
+        as time passes stages itself again)."""
+        self._periodic.append(Periodic(period_s, run, self.now + period_s))
+
+    def free_gpus(self) -> int:
+        """Whole GPUs no model holds (a partitioned node's are never handed out whole)."""
+        return sum(len(n.free()) for n in self.cluster.nodes if not n.partitioned)
 
     # -- live ---------------------------------------------------------------------------------
 
@@ -297,11 +326,16 @@ class Simulation:
         cfg = self.config
         self.now = now
         if now >= self._next_model_at:
-            sid = self.sessions[-1] if self.sessions and self.rng.random() < 0.6 else None
-            sid = sid or self.open_session(now)
-            model = self.create_model(sid, now)
-            model.next_at = now + self.rng.uniform(2, 8)
+            if self.free_gpus() >= FREE_RESERVE_GPUS + cfg.gpus_per_model:
+                sid = self.sessions[-1] if self.sessions and self.rng.random() < 0.6 else None
+                sid = sid or self.open_session(now)
+                model = self.create_model(sid, now)
+                model.next_at = now + self.rng.uniform(2, 8)
             self._next_model_at = now + self.rng.expovariate(1 / cfg.new_model_every_s)
+        for hook in self._periodic:
+            if now >= hook.due:
+                hook.run(now)
+                hook.due = now + hook.period_s
         for model in list(self.models.values()):
             if model.live:
                 self._advance_model(model, now)
@@ -365,9 +399,14 @@ class Simulation:
             kind = model.current.kind
             if kind == "sample":
                 self.batches.record(model.id, sampler, model.current.id, model.running_since, t)
-            self.rec.op_finished(
-                model.id, model.current.id, metrics=self.op_metrics(kind, 1.0), at=t
-            )
+            if model.fail_every and model.step % model.fail_every == 0 and model.cycle == 1:
+                self.rec.op_finished(
+                    model.id, model.current.id, status=OpStatus.FAILED, error=model.fail_error, at=t
+                )
+            else:
+                self.rec.op_finished(
+                    model.id, model.current.id, metrics=self.op_metrics(kind, 1.0), at=t
+                )
             if kind == "save_weights":
                 model.saved = True
             else:

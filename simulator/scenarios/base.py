@@ -24,6 +24,16 @@ def staged(sim: Simulation, sid: str, name: str, created: float) -> SimModel:
     return model
 
 
+def go_on(model: SimModel, last_step_end: float, fail_every: int = 0, error: str = "") -> None:
+    """From where its history ends, the model goes on like an ordinary one in the
+    demo's live part, for ever (a pause there would read as waiting on the client);
+    ``fail_every``/``error``: a failure that keeps recurring (``SimModel.fail_every``)."""
+    model.live = True
+    model.next_at = last_step_end + 0.05
+    model.end_after_steps = 1 << 30
+    model.fail_every, model.fail_error = fail_every, error
+
+
 def stage_kube(sim: Simulation, model: SimModel, stage: KubeStage) -> None:
     """What the Kubernetes twin shows of the model beyond the usual (``kube_staging``)."""
     sim.kube_stages[model.id] = stage

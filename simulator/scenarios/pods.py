@@ -3,7 +3,7 @@ NVIDIA's DRA driver report them:
 
 - ``oom_killed``: the sampler's container was OOM-killed ten minutes ago (exit 137,
   ``lastState.terminated`` OOMKilled) and restarted; the node's kernel-monitor reported
-  ``OOMKilling``; the model trains on;
+  ``OOMKilling``; the model trains on, and is killed again every 20 minutes live;
 - ``crash_loop``: placed twenty minutes ago, the trainer exits 1 on start (a bad LoRA
   config) and the kubelet backs off restarting it (``CrashLoopBackOff``, BackOff
   events); the sampler is up;
@@ -28,6 +28,7 @@ from openrl_inspect.simulator.scenarios import events as scenario_events
 from openrl_inspect.simulator.scenarios import objects as scenario_objects
 from openrl_inspect.simulator.scenarios.base import (
     BEFORE_NOW_S,
+    go_on,
     hold,
     node_of,
     run_until,
@@ -45,6 +46,8 @@ OOM_NOTE = (
 BAD_CONFIG = "ValueError: LoRA rank 512 exceeds the maximum 256 the trainer supports"
 BAD_IMAGE = "us-docker.pkg.dev/openrl-prod/images/sampler:1.5.0-rc1"
 MISSING_SECRET = 'secret "openrl-hf-token" not found'
+# Sooner than a kill stops counting (``Thresholds.recent_s``, 30 min).
+OOM_EVERY_S = 1200.0
 RUN_S = 15.0  # how long the crash-looping trainer runs before it exits
 
 
@@ -71,7 +74,11 @@ def _up(sim: Simulation, model: SimModel, role: str, since: float) -> scenario_o
     )
 
 
-def _oom(sim: Simulation, model: SimModel, killed: float) -> Staging:
+def _oom(sim: Simulation, model: SimModel, first: float) -> Staging:
+    """Killed at ``first``, and again every ``OOM_EVERY_S`` as the demo runs on (one
+    kill long ago, with the model fine since, is no longer a cause)."""
+    kills = 1 + max(0, int((sim.now - first) // OOM_EVERY_S))
+    killed = first + (kills - 1) * OOM_EVERY_S
     node = sim.node_of(model)
     started = model.active_at or killed
     last = scenario_objects.terminated("OOMKilled", 137, started, killed)
@@ -84,14 +91,25 @@ def _oom(sim: Simulation, model: SimModel, killed: float) -> Staging:
         conditions=scenario_objects.running_conditions(model.placed_at or started, killed + 12),
         statuses=[
             scenario_objects.container_status(
-                "sampler", scenario_objects.running(killed + 2), ready=True, restarts=1, last=last
+                "sampler",
+                scenario_objects.running(killed + 2),
+                ready=True,
+                restarts=kills,
+                last=last,
             )
         ],
     )
     ref = scenario_events.regarding("Node", node, f"uid-{node}", namespace="")
     oom = scenario_events.core_event(
-        ref, "OOMKilling", OOM_NOTE, component="kernel-monitor", host=node, first=killed
-    )
+        ref,
+        "OOMKilling",
+        OOM_NOTE,
+        component="kernel-monitor",
+        host=node,
+        first=first,
+        last=killed,
+        count=kills,
+    )  # one event, its count and last time bumped as the kills repeat
     return Staging((sampler, oom))
 
 
@@ -214,9 +232,10 @@ def _gpu_unhealthy(sim: Simulation, model: SimModel, tainted: float) -> Staging:
 
 def stage(sim: Simulation, sid: str, now: float) -> None:
     oom = staged(sim, sid, "oom_killed", now - 1500)
-    run_until(sim, oom, now - BEFORE_NOW_S, 20)
+    t = run_until(sim, oom, now - BEFORE_NOW_S, 20)
     sim.heartbeat(oom, now)
-    stage_kube(sim, oom, partial(_oom, killed=now - 600))
+    stage_kube(sim, oom, partial(_oom, first=now - 600))
+    go_on(oom, t)
 
     for name, broken, stage_fn in (
         ("crash_loop", "trainer", _crash_loop),
@@ -229,6 +248,7 @@ def stage(sim: Simulation, sid: str, now: float) -> None:
         stage_kube(sim, model, stage_fn)
 
     gpu = staged(sim, sid, "gpu_unhealthy", now - 1500)
-    run_until(sim, gpu, now - BEFORE_NOW_S, 20)
+    t = run_until(sim, gpu, now - BEFORE_NOW_S, 20)
     sim.heartbeat(gpu, now)
     stage_kube(sim, gpu, partial(_gpu_unhealthy, tainted=now - 20))
+    go_on(gpu, t)

@@ -14,6 +14,12 @@ samples, the last five judged) with a wide margin:
 - ``pace_regression``: every op of the last six steps waits 3 s more in the queue (a
   shared worker); no kind runs slower, the steps do.
 
+A slow model is judged against its own last twenty steps, so a slowdown that goes on
+becomes its new normal within a few steps, and a model left where its history ends
+reads as stalled within minutes. The live demo therefore stages the slow four again
+every ``RESTAGE_S`` (``restage``): the last ones end, and four new ones, in a session
+of their own, show each slowdown as it is first seen.
+
 The healthy ones hold GPUs and run as the ordinary models do, and go on running live
 in the demo: ``healthy_trainer`` (plain steps), ``healthy_sampler_heavy`` (``sample``
 three times as long at the usual tokens per second, from the start) and
@@ -22,7 +28,8 @@ three times as long at the usual tokens per second, from the start) and
 
 from __future__ import annotations
 
-from openrl_inspect.simulator.scenarios.base import BEFORE_NOW_S, run_until, staged
+from openrl_inspect.core.domain import ModelState
+from openrl_inspect.simulator.scenarios.base import BEFORE_NOW_S, go_on, run_until, staged
 from openrl_inspect.simulator.sim import Simulation, StepShape
 
 STEPS = 20
@@ -32,16 +39,19 @@ CLIENT_BOUND = StepShape(pause_after={"sample": 8.0}, pause_between_s=6.0)
 QUEUED = StepShape(queue_s=3.0)
 SAMPLER_HEAVY = StepShape(scale={"sample": 3.0})
 CHECKPOINTING = StepShape(save_every=5)
+SLOW: tuple[tuple[str, StepShape | None, tuple[int, StepShape] | None], ...] = (
+    ("trainer_slow", None, (5, TRAINER_SLOW)),
+    ("sampler_slow", None, (4, SAMPLER_SLOW)),
+    ("client_bound", CLIENT_BOUND, None),
+    ("pace_regression", None, (6, QUEUED)),
+)
+# Shorter than the quickest of them takes to read as stalled (about 150 s).
+RESTAGE_S = 60.0
 
 
 def _slow(sim: Simulation, sid: str, now: float) -> None:
     end = now - BEFORE_NOW_S
-    for name, shape, slow in (
-        ("trainer_slow", None, (5, TRAINER_SLOW)),
-        ("sampler_slow", None, (4, SAMPLER_SLOW)),
-        ("client_bound", CLIENT_BOUND, None),
-        ("pace_regression", None, (6, QUEUED)),
-    ):
+    for name, shape, slow in SLOW:
         model = staged(sim, sid, name, now - 1500)
         run_until(sim, model, end, STEPS, shape, slow)
         sim.heartbeat(model, now)
@@ -56,13 +66,18 @@ def _healthy(sim: Simulation, sid: str, now: float) -> None:
         model = staged(sim, sid, name, now - 1500)
         t = run_until(sim, model, now - BEFORE_NOW_S, STEPS, shape)
         sim.heartbeat(model, now)
-        # Healthy: it goes on like an ordinary model in the demo's live part, and on,
-        # from where its history ends (a pause there would read as waiting on the client).
-        model.live = True
-        model.next_at = t + 0.05
-        model.end_after_steps = 1 << 30
+        go_on(model, t)
+
+
+def restage(sim: Simulation, now: float) -> None:
+    """End the slow four and stage four new ones whose history ends at ``now``. Their
+    GPUs come back first, so the new ones always find room."""
+    for name, _, _ in SLOW:
+        sim.finish(sim.models[sim.scenario_ids[name]], ModelState.ENDED, now)
+    _slow(sim, sim.open_session(now - 1500, owner="scenarios-slow"), now)
 
 
 def stage(sim: Simulation, sid: str, now: float) -> None:
     _slow(sim, sid, now)
     _healthy(sim, sid, now)
+    sim.every(RESTAGE_S, lambda at: restage(sim, at))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from openrl_inspect.core.domain import ModelState, OpStatus
 from openrl_inspect.simulator.scenarios.base import (
     BEFORE_NOW_S,
+    go_on,
     run,
     run_until,
     staged,
@@ -124,6 +125,8 @@ def _op_failed(sim: Simulation, sid: str, now: float) -> None:
     while t < now - BEFORE_NOW_S - 8:
         t = sim.run_step(model, t)
     sim.heartbeat(model, now)
+    # Live, a bad batch every ten steps: one always in the summary's window of twenty.
+    go_on(model, t, fail_every=10, error=BAD_BATCH)
 
 
 def _model_failed(sim: Simulation, sid: str, now: float) -> None:

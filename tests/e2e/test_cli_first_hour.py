@@ -109,6 +109,9 @@ def test_ctrl_c_in_a_terminal_stops_the_demo_quietly() -> None:
         os.execve(sys.executable, argv, env)
     out = _read_until(fd, b"Uvicorn running", 90.0)
     assert b"Uvicorn running" in out, out[-2000:]
+    # Before it serves, the ids to try first, as links (the seed is fixed).
+    ui = f"http://127.0.0.1:{port}/api/v1/inspect/ui/"
+    assert f"a failed model   {ui}#/model/model-7-00798".encode() in out, out[-3000:]
     os.write(fd, b"\x03")  # Ctrl+C, as the terminal sends it (SIGINT to the group)
     out += _read_until(fd, b"\x00never", 60.0)
     _, status = os.waitpid(pid, 0)
