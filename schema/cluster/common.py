@@ -31,8 +31,8 @@ DEGRADED_DESCRIPTION = (
     "true when more exist past it; `degraded` when the cache was not in sync for them."
 )
 class LiveConnection(Generic[T]):
-    edges: list[Edge[T]]
-    page_info: PageInfo
+    edges: list[Edge[T]] = strawberry.field(description="The page's items with cursors.")
+    page_info: PageInfo = strawberry.field(description="Where the page sits; cursors to go on.")
     total_count: int | None = strawberry.field(
         description="Items in the whole list, known only when this page holds all of "
         "them (no `after`, not truncated): the cache answers pages, not counts."

@@ -23,6 +23,7 @@ from openrl_inspect.schema.cluster.node import Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
 from openrl_inspect.schema.common import Info
+from openrl_inspect.schema.connection import After, First
 from openrl_inspect.state.records import PlacementRecord
 
 if TYPE_CHECKING:
@@ -42,14 +43,14 @@ class ModelClusterFields:
 
     @strawberry.field(description=f"{LIVE}: its pods, by their `openrl.ai/model-id` label.")
     async def pods(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Pod] | None:
         page = await cluster_reads.model_pods(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description=f"{LIVE}: its Kueue Workloads, by label.")
     async def workloads(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Workload] | None:
         page = await cluster_reads.model_workloads(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Workload.from_record)

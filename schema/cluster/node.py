@@ -23,6 +23,7 @@ from openrl_inspect.schema.cluster.events import NodeEventFields
 from openrl_inspect.schema.cluster.gpu import Gpu, gpu_connection
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
+from openrl_inspect.schema.connection import After, First
 from openrl_inspect.schema.metrics.fields import NodeMetricsFields
 from openrl_inspect.schema.shown import shows
 from strawberry.scalars import JSON
@@ -168,7 +169,7 @@ class ClusterCapacity:
 
     @strawberry.field(description="Capacity node by node, in name order.")
     async def by_node(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[NodeCapacity]:
         page = await cluster_capacity.capacity_by_node(info.context, first, after)
         return LiveConnection.of(page, NodeCapacity.from_record)
@@ -214,14 +215,14 @@ class Node(NodeMetricsFields, NodeEventFields):
 
     @strawberry.field(description="Its GPUs (DRA devices of its ResourceSlices), by device.")
     async def gpus(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Gpu]:
         page = await cluster_reads.node_gpus(info.context, self.name, first, after)
         return await gpu_connection(info, page)
 
     @strawberry.field(description="Pods bound to it, by namespace and name.")
     async def pods(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Pod]:
         page = await cluster_reads.node_pods(info.context, self.name, first, after)
         return LiveConnection.of(page, Pod.from_record)

@@ -11,13 +11,14 @@ from openrl_inspect.schema.cluster.node import ClusterCapacity, Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import Workload
 from openrl_inspect.schema.common import Info
+from openrl_inspect.schema.connection import After, First
 
 
 @strawberry.type
 class ClusterQuery:
     @strawberry.field(description="Nodes (live), by name.")
     async def nodes(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Node] | None:
         return LiveConnection.of(
             await cluster_reads.nodes(info.context, first, after), Node.from_record
@@ -32,8 +33,8 @@ class ClusterQuery:
         self,
         info: Info,
         node: str | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
     ) -> LiveConnection[Gpu] | None:
         page = await cluster_reads.gpus(info.context, node, first, after)
         return await gpu_connection(info, page)
@@ -58,8 +59,8 @@ class ClusterQuery:
         namespace: str | None = None,
         node: str | None = None,
         phase: str | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
     ) -> LiveConnection[Pod] | None:
         page = await cluster_reads.pods(
             info.context,
@@ -78,8 +79,8 @@ class ClusterQuery:
         info: Info,
         namespace: str | None = None,
         model: strawberry.ID | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
     ) -> LiveConnection[Workload] | None:
         page = await cluster_reads.workloads(info.context, namespace, model, first, after)
         return LiveConnection.of(page, Workload.from_record)

@@ -21,6 +21,7 @@ from openrl_inspect.schema.cluster.common import (
 from openrl_inspect.schema.cluster.events import WorkloadEventFields
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
+from openrl_inspect.schema.connection import After, First
 from openrl_inspect.schema.shown import shown, shows
 from strawberry.scalars import JSON
 
@@ -152,10 +153,12 @@ class Workload(WorkloadEventFields):
 
     @strawberry.field(
         description="The pods of the job it queues (owner references and the Job and "
-        "JobSet controllers' UID labels), in key order."
+        "JobSet controllers' UID labels), in key order; paging reaches the first 256."
     )
-    async def pods(self, info: Info, first: int | None = None) -> LiveConnection[Pod]:
-        page = await cluster_reads.workload_pods(info.context, self._record, first)
+    async def pods(
+        self, info: Info, first: First = None, after: After = None
+    ) -> LiveConnection[Pod]:
+        page = await cluster_reads.workload_pods(info.context, self._record, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description="Its model (see `modelId`), from Redis.")

@@ -10,7 +10,7 @@ from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.shown import shown, shows
@@ -98,7 +98,7 @@ class Model(
 
     @strawberry.field(description="Steps, newest first.")
     async def steps(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[StepT]:
         page = await state_reads.model_steps(info.context, self.id, first, after)
         return Connection.of(page, shown)
@@ -113,21 +113,21 @@ class Model(
         "and lost ops (see Op.health)."
     )
     async def open_ops(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[OpT]:
         page = await state_reads.open_ops(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Workers that served this model, most recently seen first.")
     async def workers(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[WorkerT]:
         page = await state_reads.model_workers(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Placements recorded in Redis (history), newest first.")
     async def placements(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[PlacementT]:
         page = await state_reads.placements(info.context, self.id, first, after)
         return Connection.of(page, shown)

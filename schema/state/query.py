@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, ModelState, SessionState
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.state.model import Model
 from openrl_inspect.schema.state.op import Op
 from openrl_inspect.schema.state.session import Session
@@ -19,15 +19,15 @@ class StateQuery:
         self,
         info: Info,
         state: SessionState = SessionState.LIVE,
-        first: int | None = None,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
     ) -> Connection[Session]:
         page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
         return Connection.of(page, Session.from_record)
 
     @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
     async def models(
-        self, info: Info, state: ModelState, first: int | None = None, after: str | None = None
+        self, info: Info, state: ModelState, first: First = None, after: After = None
     ) -> Connection[Model]:
         page = await state_reads.models_in_state(info.context, state, first, after)
         return Connection.of(page, Model.from_record)
@@ -50,7 +50,7 @@ class StateQuery:
 
     @strawberry.field(description="Workers by latest heartbeat, newest first.")
     async def workers(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[Worker]:
         page = await state_reads.workers(info.context, first, after)
         return Connection.of(page, Worker.from_record)

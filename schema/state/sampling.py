@@ -15,7 +15,7 @@ from openrl_inspect.resolvers.state import sampling_reads
 from openrl_inspect.resolvers.state.sampling import BatchBasics
 from openrl_inspect.resolvers.state.sampling import SamplingStats as Stats
 from openrl_inspect.schema.common import Info, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.state.records import SamplerBatchRecord
 
 StatsWindow = Annotated[
@@ -187,7 +187,7 @@ class ModelSamplingFields:
 
     @strawberry.field(description="The batches its samplers recorded, newest first.")
     async def sampler_batches(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[SamplerBatch]:
         page = await sampling_reads.sampler_batches(info.context, _own_id(self), first, after)
         return Connection.of(page, SamplerBatch.from_record)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, SessionState, as_json, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.schema.shown import shown, shows
@@ -53,7 +53,7 @@ class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
 
     @strawberry.field(description="Models created under this session, newest first.")
     async def models(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[ModelT]:
         page = await state_reads.session_models(info.context, self.id, first, after)
         return Connection.of(page, shown)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, as_json, span, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import StepRecord
@@ -49,8 +49,6 @@ class Step:
         )
 
     @strawberry.field(description="The step's ops in the order they were accepted.")
-    async def ops(
-        self, info: Info, first: int | None = None, after: str | None = None
-    ) -> Connection[OpT]:
+    async def ops(self, info: Info, first: First = None, after: After = None) -> Connection[OpT]:
         page = await state_reads.step_ops(info.context, self.model_id, self.number, first, after)
         return Connection.of(page, shown)
