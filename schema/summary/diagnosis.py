@@ -15,15 +15,58 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Cause as CauseRecord
 from openrl_inspect.resolvers.diagnosis import Fact as FactRecord
 from openrl_inspect.resolvers.diagnosis import LogSearch, Lookup, Unknown
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import as_json, domain_enum, ts
 from strawberry.scalars import JSON
 
 CauseKind = domain.CauseKind
-strawberry.enum(
+domain_enum(
     CauseKind,
     name="CauseKind",
     description="What a cause is: why a model is slow, stuck, waiting or dead "
     "(the README's table of causes says what each means and carries).",
+    values={
+        CauseKind.NOT_QUEUED: "No Kueue Workload for the model's job, or only finished "
+        "ones (Kubernetes).",
+        CauseKind.WORKLOAD_INACTIVE: "Its Kueue Workload is deactivated (`spec.active` false).",
+        CauseKind.QUOTA: "Short of quota in its ClusterQueue (the Workload's QuotaReserved "
+        "condition): resource, flavor, shortfall, queue position.",
+        CauseKind.INADMISSIBLE: "Kueue cannot admit its Workload (no such queue, a stopped "
+        "ClusterQueue...).",
+        CauseKind.ADMISSION_CHECK: "Quota is reserved; the Workload's admission checks are "
+        "pending.",
+        CauseKind.PREEMPTED: "Kueue preempted its Workload (Preempted condition) and took "
+        "its GPUs back.",
+        CauseKind.EVICTED: "Its Workload was evicted (Evicted condition).",
+        CauseKind.UNSCHEDULABLE: "The scheduler cannot place a pod (PodScheduled false, "
+        "Unschedulable).",
+        CauseKind.CLAIM_UNALLOCATED: "A DRA ResourceClaim of its pods is not allocated.",
+        CauseKind.WAITING_OTHER: "Pending, gated or starting: the top wait reason's message.",
+        CauseKind.OOM_KILLED: "A container was killed for memory (OOMKilled, exit 137), "
+        "from the pod's container statuses and the node's events.",
+        CauseKind.CRASH_LOOP: "A container keeps exiting (CrashLoopBackOff, or restarts past a "
+        "threshold).",
+        CauseKind.IMAGE_PULL: "A container's image cannot be pulled (ErrImagePull, "
+        "ImagePullBackOff).",
+        CauseKind.CONTAINER_CONFIG: "A container cannot be created or started "
+        "(CreateContainerConfigError, CreateContainerError, RunContainerError).",
+        CauseKind.POD_FAILED: "A pod is in phase Failed.",
+        CauseKind.GPU_UNHEALTHY: "A GPU under the model carries a DRA device taint "
+        "(ResourceSlice or DeviceTaintRule).",
+        CauseKind.MODEL_FAILED: "OpenRL marked the model failed (Redis).",
+        CauseKind.WORKER_LOST: "A worker stopped heartbeating and none replaced it (Redis).",
+        CauseKind.OPS_LOST: "Open ops on a silent worker: nobody will finish them (Redis).",
+        CauseKind.OP_STUCK: "Ops running past the stuck threshold on a live worker (Redis).",
+        CauseKind.OP_FAILED: "Ops failed in the recent steps (Redis).",
+        CauseKind.STALLED: "No step for far longer than the model's steps take (Redis).",
+        CauseKind.IDLE_RESERVATION: "GPUs held while their DCGM duty stays low and no op "
+        "runs (Redis placements, Prometheus).",
+        CauseKind.SAMPLER_SLOW: "Sampler tokens/s below its own baseline (Redis sampler batches).",
+        CauseKind.TRAINER_SLOW: "`forward_backward` or `optim_step` slower than the model's "
+        "own baseline (Redis ops).",
+        CauseKind.CLIENT_BOUND: "Workers idle between ops, waiting on the client (Redis ops).",
+        CauseKind.PACE_REGRESSION: "Recent steps slower than the model's earlier steps "
+        "(Redis steps).",
+    },
 )
 
 Describe = Callable[[LogQuery], tuple[str, str | None]]

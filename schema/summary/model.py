@@ -11,12 +11,30 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary import model as summary_model
-from openrl_inspect.schema.common import Info, ts
+from openrl_inspect.schema.common import Info, domain_enum, ts
 from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 
 Verdict = domain.Verdict
-strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
+domain_enum(
+    Verdict,
+    name="Verdict",
+    description="A model's condition, most serious first, judged from Redis state "
+    "(causes from other backends never make it worse than the state shows).",
+    values={
+        Verdict.FAILED: "OpenRL marked the model failed.",
+        Verdict.LOST_OPS: "Some open op is LOST: started on a worker that stopped heartbeating.",
+        Verdict.STUCK: "Some open op is STUCK: running past the stuck threshold.",
+        Verdict.STALLED: "Active, but no step finished for over 10 of its median steps "
+        "(and at least 120 s).",
+        Verdict.WAITING: "Waiting for GPUs or for its workers (state WAITING or PLACED).",
+        Verdict.IDLE: "Active, but no step has finished yet.",
+        Verdict.SLOW: "Progressing, but a slow cause was found (trainer, sampler, client, "
+        "pace regression or an idle reservation).",
+        Verdict.PROGRESSING: "Active and finishing steps at its usual pace.",
+        Verdict.ENDED: "Training ended normally.",
+    },
+)
 
 
 @strawberry.type
