@@ -20,7 +20,7 @@ from openrl_inspect.schema.cluster.common import (
 )
 from openrl_inspect.schema.cluster.events import WorkloadEventFields
 from openrl_inspect.schema.cluster.pod import Pod
-from openrl_inspect.schema.common import Info, as_json, ts
+from openrl_inspect.schema.common import Info, as_json, domain_enum, ts
 from openrl_inspect.schema.connection import After, First
 from openrl_inspect.schema.shown import shown, shows
 from strawberry.scalars import JSON
@@ -168,8 +168,48 @@ class Workload(WorkloadEventFields):
 
 
 WaitReasonKind = domain.WaitKind
-strawberry.enum(
-    WaitReasonKind, name="WaitReasonKind", description="What kind of cause a wait reason is."
+domain_enum(
+    WaitReasonKind,
+    name="WaitReasonKind",
+    description="What kind of cause a wait reason is, read from live Kubernetes objects "
+    "(Kueue Workloads, pods, ResourceClaims).",
+    values={
+        WaitReasonKind.NO_WORKLOAD: "No Kueue Workload and no pods belong to the model: "
+        "its job was not created, or Kueue does not manage it.",
+        WaitReasonKind.WORKLOAD_FINISHED: "Its only Workloads are Finished; no new one "
+        "was created.",
+        WaitReasonKind.WORKLOAD_INACTIVE: "Its Workload is deactivated (`spec.active` "
+        "false): Kueue will not admit it.",
+        WaitReasonKind.EVICTED: "Its Workload's Evicted condition is true and it is not "
+        "admitted again.",
+        WaitReasonKind.PREEMPTED: "Its Workload's Preempted condition is true and it is "
+        "not admitted again.",
+        WaitReasonKind.INADMISSIBLE: "QuotaReserved is false with reason Inadmissible: no "
+        "queue Kueue serves can admit it.",
+        WaitReasonKind.QUOTA: "QuotaReserved is false for lack of quota: see `resource`, "
+        "`flavor`, `shortfall`.",
+        WaitReasonKind.PENDING: "Kueue has not reserved quota yet (no QuotaReserved "
+        "condition, or one without a quota shortfall).",
+        WaitReasonKind.REQUEUED: "Its Workload was requeued after an eviction "
+        "(`status.requeueState.count`).",
+        WaitReasonKind.ADMISSION_CHECK: "Quota is reserved; its admission checks have not passed.",
+        WaitReasonKind.NO_PODS: "The Workload is admitted but none of the model's pods exist yet.",
+        WaitReasonKind.POD_GATED: "A pod has scheduling gates (SchedulingGated) until its "
+        "Workload is admitted.",
+        WaitReasonKind.UNSCHEDULABLE: "The scheduler cannot place a pod (PodScheduled "
+        "false): see the message.",
+        WaitReasonKind.CLAIM_UNALLOCATED: "A pod's DRA ResourceClaim is not allocated, or "
+        "not created from its template yet.",
+        WaitReasonKind.CONTAINER_ERROR: "A container is waiting on an error (image pull, "
+        "config, crash loop).",
+        WaitReasonKind.POD_FAILED: "A pod is in phase Failed.",
+        WaitReasonKind.CONTAINER_WAITING: "A container is waiting for another reason "
+        "(ContainerCreating, PodInitializing...).",
+        WaitReasonKind.NO_WORKLOAD_FOR_PODS: "The model's pods have no Kueue Workload: "
+        "they are not queued by Kueue.",
+        WaitReasonKind.NOTHING_FOUND: "Kubernetes shows nothing blocking it: the Workload "
+        "is admitted and its pods scheduled; the workers may still be starting.",
+    },
 )
 
 
