@@ -31,15 +31,19 @@ if TYPE_CHECKING:
 
 @strawberry.enum(description="LogSeverity of Cloud Logging, lowest first.")
 class LogSeverity(Enum):
-    DEFAULT = "DEFAULT"
-    DEBUG = "DEBUG"
-    INFO = "INFO"
-    NOTICE = "NOTICE"
-    WARNING = "WARNING"
-    ERROR = "ERROR"
-    CRITICAL = "CRITICAL"
-    ALERT = "ALERT"
-    EMERGENCY = "EMERGENCY"
+    DEFAULT = strawberry.enum_value("DEFAULT", description="No severity was set (lowest).")
+    DEBUG = strawberry.enum_value("DEBUG", description="Debug or trace information.")
+    INFO = strawberry.enum_value("INFO", description="Routine information.")
+    NOTICE = strawberry.enum_value("NOTICE", description="Normal but significant events.")
+    WARNING = strawberry.enum_value("WARNING", description="Events that might cause problems.")
+    ERROR = strawberry.enum_value("ERROR", description="Events likely to cause problems.")
+    CRITICAL = strawberry.enum_value(
+        "CRITICAL", description="Events that cause more severe problems or outages."
+    )
+    ALERT = strawberry.enum_value("ALERT", description="A person must act immediately.")
+    EMERGENCY = strawberry.enum_value(
+        "EMERGENCY", description="One or more systems are unusable (highest)."
+    )
 
 
 @strawberry.enum(description="Where a log line came from.")
@@ -56,15 +60,21 @@ class LogSourceKind(Enum):
     )
 
 
-@strawberry.enum
+@strawberry.enum(description="The order of the lines in a logs answer and its pages.")
 class LogOrder(Enum):
-    OLDEST_FIRST = "oldest_first"
-    NEWEST_FIRST = "newest_first"
+    OLDEST_FIRST = strawberry.enum_value(
+        "oldest_first", description="From the window's start forward in time."
+    )
+    NEWEST_FIRST = strawberry.enum_value(
+        "newest_first", description="From the window's end backward in time."
+    )
 
 
 @strawberry.enum(description="The backend the worker logs were read from.")
 class LogBackend(Enum):
-    CLOUD_LOGGING = "cloud_logging"
+    CLOUD_LOGGING = strawberry.enum_value(
+        "cloud_logging", description="Google Cloud Logging (the workers' shipped logs)."
+    )
     KUBERNETES = strawberry.enum_value(
         "kubernetes", description="The pods' logs through the Kubernetes API (the fallback)."
     )

@@ -50,14 +50,37 @@ class GpuChartMetric(Enum):
         prometheus.DUTY,
         description="DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1), else DCGM_FI_DEV_GPU_UTIL / 100.",
     )
-    GR_ENGINE_ACTIVE = prometheus.GR_ENGINE_ACTIVE
-    SM_ACTIVE = prometheus.SM_ACTIVE
-    PIPE_TENSOR_ACTIVE = prometheus.PIPE_TENSOR_ACTIVE
-    DRAM_ACTIVE = prometheus.DRAM_ACTIVE
-    GPU_UTIL = prometheus.GPU_UTIL
-    FB_USED = prometheus.FB_USED
-    POWER_USAGE = prometheus.POWER_USAGE
-    GPU_TEMP = prometheus.GPU_TEMP
+    GR_ENGINE_ACTIVE = strawberry.enum_value(
+        prometheus.GR_ENGINE_ACTIVE,
+        description="DCGM_FI_PROF_GR_ENGINE_ACTIVE: share of time the graphics engine was "
+        "busy (0..1).",
+    )
+    SM_ACTIVE = strawberry.enum_value(
+        prometheus.SM_ACTIVE,
+        description="DCGM_FI_PROF_SM_ACTIVE: share of time an SM had a warp resident (0..1).",
+    )
+    PIPE_TENSOR_ACTIVE = strawberry.enum_value(
+        prometheus.PIPE_TENSOR_ACTIVE,
+        description="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: share of cycles the tensor pipes "
+        "were busy (0..1).",
+    )
+    DRAM_ACTIVE = strawberry.enum_value(
+        prometheus.DRAM_ACTIVE,
+        description="DCGM_FI_PROF_DRAM_ACTIVE: share of cycles device memory was busy (0..1).",
+    )
+    GPU_UTIL = strawberry.enum_value(
+        prometheus.GPU_UTIL,
+        description="DCGM_FI_DEV_GPU_UTIL: coarse utilisation in percent (0..100).",
+    )
+    FB_USED = strawberry.enum_value(
+        prometheus.FB_USED, description="DCGM_FI_DEV_FB_USED: framebuffer memory used, MiB."
+    )
+    POWER_USAGE = strawberry.enum_value(
+        prometheus.POWER_USAGE, description="DCGM_FI_DEV_POWER_USAGE: power draw, watts."
+    )
+    GPU_TEMP = strawberry.enum_value(
+        prometheus.GPU_TEMP, description="DCGM_FI_DEV_GPU_TEMP: GPU temperature, °C."
+    )
 
 
 @strawberry.type(description="A GPU's mean duty (0..1) over a window, from DCGM.")
