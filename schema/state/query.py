@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, ModelState, SessionState
@@ -11,6 +13,19 @@ from openrl_inspect.schema.state.op import Op
 from openrl_inspect.schema.state.session import Session
 from openrl_inspect.schema.state.worker import Worker
 
+# OpenRL's ids (``state.keys.valid_id``); another is BAD_INPUT.
+ID_FORMAT = "1 to 128 of letters, digits and `._:@/-`, not starting with a symbol"
+SessionId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The session's id ({ID_FORMAT}).")
+]
+ModelId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The model's id ({ID_FORMAT}).")
+]
+OpId = Annotated[strawberry.ID, strawberry.argument(description=f"The op's id ({ID_FORMAT}).")]
+WorkerId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The worker's id ({ID_FORMAT}).")
+]
+
 
 @strawberry.type
 class StateQuery:
@@ -18,7 +33,9 @@ class StateQuery:
     async def sessions(
         self,
         info: Info,
-        state: SessionState = SessionState.LIVE,
+        state: Annotated[
+            SessionState, strawberry.argument(description="Which sessions: LIVE or CLOSED.")
+        ] = SessionState.LIVE,
         first: First = None,
         after: After = None,
     ) -> Connection[Session]:
@@ -27,25 +44,29 @@ class StateQuery:
 
     @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
     async def models(
-        self, info: Info, state: ModelState, first: First = None, after: After = None
+        self,
+        info: Info,
+        state: Annotated[ModelState, strawberry.argument(description="The state to list.")],
+        first: First = None,
+        after: After = None,
     ) -> Connection[Model]:
         page = await state_reads.models_in_state(info.context, state, first, after)
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")
-    async def session(self, info: Info, id: strawberry.ID) -> Session | None:
+    async def session(self, info: Info, id: SessionId) -> Session | None:
         return Session.from_record(await state_reads.session(info.context, id))
 
     @strawberry.field(description="A model by id; null with a NOT_FOUND error when unknown.")
-    async def model(self, info: Info, id: strawberry.ID) -> Model | None:
+    async def model(self, info: Info, id: ModelId) -> Model | None:
         return Model.from_record(await state_reads.model(info.context, id))
 
     @strawberry.field(description="An op by id, wherever its model is.")
-    async def op(self, info: Info, id: strawberry.ID) -> Op | None:
+    async def op(self, info: Info, id: OpId) -> Op | None:
         return Op.from_record(await state_reads.op(info.context, id))
 
-    @strawberry.field
-    async def worker(self, info: Info, id: strawberry.ID) -> Worker | None:
+    @strawberry.field(description="A worker by id; null with a NOT_FOUND error when unknown.")
+    async def worker(self, info: Info, id: WorkerId) -> Worker | None:
         return Worker.from_record(await state_reads.worker(info.context, id))
 
     @strawberry.field(description="Workers by latest heartbeat, newest first.")

@@ -24,14 +24,23 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 
 @shows(SessionRecord)
-@strawberry.type
+@strawberry.type(
+    description="A client's session with OpenRL, under which it creates models; OpenRL's "
+    "session hash in Redis."
+)
 class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
-    id: strawberry.ID
-    owner: str
-    created_at: datetime | None
-    last_activity_at: datetime | None
-    state: SessionState
-    closed_at: datetime | None
+    id: strawberry.ID = strawberry.field(description="OpenRL's session id (Redis).")
+    owner: str = strawberry.field(description="Who opened it, as OpenRL recorded it.")
+    created_at: datetime | None = strawberry.field(
+        description="When it was opened (UTC); null when not recorded."
+    )
+    last_activity_at: datetime | None = strawberry.field(
+        description="Its last activity (UTC), as OpenRL recorded it."
+    )
+    state: SessionState = strawberry.field(description="LIVE or CLOSED (Redis).")
+    closed_at: datetime | None = strawberry.field(
+        description="When it was closed (UTC); null while LIVE."
+    )
 
     _client: strawberry.Private[JsonField]
 

@@ -21,14 +21,23 @@ OpT = Annotated["Op", strawberry.lazy("openrl_inspect.schema.state.op")]
 
 
 @shows(StepRecord)
-@strawberry.type
+@strawberry.type(
+    description="One training step of a model: the ops it ran for that step number and "
+    "the metrics the client reported (OpenRL's step hash in Redis)."
+)
 class Step:
-    model_id: strawberry.ID
-    number: int
-    started_at: datetime | None
-    finished_at: datetime | None
-    duration_seconds: float | None
-    op_count: int
+    model_id: strawberry.ID = strawberry.field(description="The model it belongs to.")
+    number: int = strawberry.field(description="The step number, from 0.")
+    started_at: datetime | None = strawberry.field(
+        description="When its first op arrived (UTC), as OpenRL recorded it."
+    )
+    finished_at: datetime | None = strawberry.field(
+        description="When it finished (UTC); null while it runs."
+    )
+    duration_seconds: float | None = strawberry.field(
+        description="From started to finished, seconds; null while it runs."
+    )
+    op_count: int = strawberry.field(description="Ops recorded for this step.")
 
     _metrics: strawberry.Private[JsonField]
 
