@@ -88,8 +88,8 @@ def facts_json(facts: tuple[FactRecord, ...]) -> JSON:
 
 @strawberry.type(description="A pod, by namespace and name.")
 class PodRef:
-    namespace: str
-    name: str
+    namespace: str = strawberry.field(description="The pod's Kubernetes namespace.")
+    name: str = strawberry.field(description="The pod's name.")
 
     @classmethod
     def of(cls, key: ObjectKey) -> PodRef:
@@ -101,9 +101,11 @@ class PodRef:
     "(`next.pods`)."
 )
 class LogHint:
-    start: datetime
-    end: datetime
-    containers: list[str]
+    start: datetime = strawberry.field(description="The window's start (UTC): pass as `since`.")
+    end: datetime = strawberry.field(description="The window's end (UTC): pass as `until`.")
+    containers: list[str] = strawberry.field(
+        description="The containers whose lines matter; empty: all of them."
+    )
     severity: str | None = strawberry.field(description="A severity floor, when one helps.")
     include_events: bool = strawberry.field(
         description="The pods' Kubernetes Events belong with the lines (`logs(events: true)`)."
@@ -148,9 +150,11 @@ def log_hint(model_id: str, s: LogSearch, describe: Describe | None) -> LogHint:
 
 @strawberry.type(description="What to open next to confirm a cause.")
 class NextLook:
-    logs: LogHint | None
-    pods: list[PodRef]
-    nodes: list[str]
+    logs: LogHint | None = strawberry.field(
+        description="Where to read logs next; null when logs would not help."
+    )
+    pods: list[PodRef] = strawberry.field(description="The pods to look at (Kubernetes).")
+    nodes: list[str] = strawberry.field(description="The nodes to look at (Kubernetes).")
     graphql: str | None = strawberry.field(description="A query of this API that drills in.")
 
     @classmethod
@@ -165,16 +169,18 @@ class NextLook:
 
 @strawberry.type(description="One reason a model is slow, stuck, waiting or dead.")
 class Cause:
-    kind: CauseKind
+    kind: CauseKind = strawberry.field(description="What the cause is.")
     rank: int = strawberry.field(description="1 is the most blocking.")
     statement: str = strawberry.field(description="One line, with its numbers.")
-    since: datetime | None
+    since: datetime | None = strawberry.field(
+        description="Since when it holds (UTC); null when unknown."
+    )
     facts: JSON = strawberry.field(
         description="Its evidence, name -> value: ids, numbers, times (ISO 8601); names "
         "ending in `_s` are seconds, `ratio`/`share`/`duty` 0..1."
     )
     refs: list[str] = strawberry.field(description='The objects it is about ("Pod ns/name").')
-    next: NextLook
+    next: NextLook = strawberry.field(description="What to open next to confirm it.")
 
     @classmethod
     def from_record(cls, model_id: str, c: CauseRecord, describe: Describe | None) -> Cause:
@@ -191,9 +197,12 @@ class Cause:
 
 @strawberry.type(description="A backend whose causes could not be judged, and why.")
 class UnknownBackend:
-    backend: str
-    code: str
-    message: str
+    backend: str = strawberry.field(description="redis, kubernetes, prometheus or cloud_logging.")
+    code: str = strawberry.field(
+        description="The error code a field of that backend would give "
+        "(BACKEND_NOT_CONFIGURED, BACKEND_UNAVAILABLE...)."
+    )
+    message: str = strawberry.field(description="Why, in words (at most 160 characters).")
 
     @classmethod
     def from_record(cls, u: Unknown) -> UnknownBackend:
