@@ -22,13 +22,17 @@ from openrl_inspect.schema.metrics.types import (
     ACTIVITY_WINDOW_S,
     DUTY_WINDOW_S,
     VLLM_WINDOW_S,
+    ChartMetric,
     GpuActivity,
     GpuChartMetric,
     GpuDuty,
     GpuSeries,
     NodeDuty,
     PlacementWindow,
+    RangeEnd,
+    RangeStart,
     SamplerStats,
+    Step,
     VllmStats,
     VllmWindow,
     Window,
@@ -180,10 +184,10 @@ class GpuMetricsFields:
     async def series(
         self,
         info: Info,
-        metric: GpuChartMetric = GpuChartMetric.DUTY,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        step: float | None = None,
+        metric: ChartMetric = GpuChartMetric.DUTY,
+        start: RangeStart = None,
+        end: RangeEnd = None,
+        step: Step = None,
     ) -> GpuSeries | None:
         dev = cast(_Device, self)
         key = metrics_reads.device_key(dev.uuid, dev.node_name, dev.index)
