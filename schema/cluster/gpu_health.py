@@ -64,13 +64,15 @@ def kind(rec: GpuDevice) -> GpuKind:
 )
 class DeviceTaintType:
     key: str = strawberry.field(description="E.g. `gpu.nvidia.com/xid` (value: the Xid).")
-    value: str | None
+    value: str | None = strawberry.field(description="The taint's value, if any.")
     effect: str = strawberry.field(
         description="NoSchedule, NoExecute (both keep new claims off; NoExecute also "
         "evicts pods not tolerating it) or None (informational). An unknown effect is "
         "treated as None, as the API says."
     )
-    time_added: datetime | None
+    time_added: datetime | None = strawberry.field(
+        description="When it was added (`timeAdded`, UTC), if set."
+    )
     rule: str | None = strawberry.field(
         description="The DeviceTaintRule that added it; null when its driver did."
     )

@@ -8,7 +8,7 @@ Kubernetes fails or is not configured, only these go null (with a coded error).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from openrl_inspect.resolvers.cluster import links as cluster_links
@@ -32,6 +32,14 @@ if TYPE_CHECKING:
     from openrl_inspect.schema.state.worker import Worker
 
 LIVE = "Live, from Kubernetes (not the Redis history)"
+
+OomFirst = Annotated[
+    int | None,
+    strawberry.argument(
+        description="At most this many kills, 0 to OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE "
+        "(100 unless set); default 20."
+    ),
+]
 
 
 @strawberry.type
@@ -68,7 +76,7 @@ class ModelClusterFields:
         description=f"{LIVE}: OOM kills of its pods' containers the kubelet still shows "
         "(current state or last termination), most recent first; `first` bounds them."
     )
-    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+    async def oom_kills(self, info: Info, first: OomFirst = None) -> OomKills | None:
         kills = await terminations.model_oom_kills(info.context, self._model().id, first)
         return OomKills.from_record(kills)
 
@@ -123,7 +131,7 @@ class PlacementClusterFields:
         description=f"{LIVE}: OOM kills of the recorded pods' containers the kubelet "
         "still shows, most recent first; `first` bounds them."
     )
-    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+    async def oom_kills(self, info: Info, first: OomFirst = None) -> OomKills | None:
         kills = await terminations.placement_oom_kills(
             info.context, self._placement_record(), first
         )

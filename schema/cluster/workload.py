@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 
 
-@strawberry.type(name="WorkloadPodSet")
+@strawberry.type(name="WorkloadPodSet", description="A pod set of a Workload (`spec.podSets`).")
 class PodSetType:
-    name: str
-    count: int | None
+    name: str = strawberry.field(description="The pod set's name.")
+    count: int | None = strawberry.field(description="Pods in it (`count`).")
 
     @classmethod
     def from_record(cls, rec: PodSet) -> PodSetType:
@@ -43,10 +43,10 @@ class PodSetType:
 
 @strawberry.type(description="Which flavors a pod set got, and how much it uses.")
 class PodSetAdmission:
-    name: str
+    name: str = strawberry.field(description="The pod set's name.")
     flavors: JSON = strawberry.field(description="Resource -> ResourceFlavor.")
     resource_usage: JSON = strawberry.field(description="Resource -> quantity.")
-    count: int | None
+    count: int | None = strawberry.field(description="Pods admitted in it.")
 
     @classmethod
     def from_record(cls, rec: PodSetAssignment) -> PodSetAdmission:
@@ -58,10 +58,12 @@ class PodSetAdmission:
         )
 
 
-@strawberry.type
+@strawberry.type(description="How Kueue admitted a Workload (`status.admission`).")
 class WorkloadAdmission:
-    cluster_queue: str
-    pod_sets: list[PodSetAdmission]
+    cluster_queue: str = strawberry.field(description="The ClusterQueue it was admitted to.")
+    pod_sets: list[PodSetAdmission] = strawberry.field(
+        description="Per pod set: flavors and usage (`podSetAssignments`)."
+    )
 
     @classmethod
     def from_record(cls, rec: Admission) -> WorkloadAdmission:
@@ -88,15 +90,15 @@ def workload_status(rec: WorkloadRecord) -> str:
 @shows(WorkloadRecord)
 @strawberry.type(description="A Kueue Workload (live): a model's demand, queue and admission.")
 class Workload(WorkloadEventFields):
-    namespace: str
-    name: str
-    uid: str
+    namespace: str = strawberry.field(description="Its namespace.")
+    name: str = strawberry.field(description="Its name.")
+    uid: str = strawberry.field(description="Its `metadata.uid`.")
     model_id: str | None = strawberry.field(
         description="Its model: the model label, else through the job it queues "
         "(owner reference, `kueue.x-k8s.io/job-uid`) to the job's or its pods' label."
     )
     queue_name: str | None = strawberry.field(description="The LocalQueue it was sent to.")
-    priority: int | None
+    priority: int | None = strawberry.field(description="Its `spec.priority`.")
     priority_class: str | None = strawberry.field(
         description="Its priority class: `spec.priorityClassRef.name` (kueue.x-k8s.io "
         "v1beta2) or `spec.priorityClassName` (v1beta1)."
@@ -105,16 +107,26 @@ class Workload(WorkloadEventFields):
         description="WorkloadPriorityClass (Kueue's) or PriorityClass (the pods'), from "
         "`priorityClassRef.kind` (v1beta2) or `priorityClassSource` (v1beta1)."
     )
-    active: bool
+    active: bool = strawberry.field(description="Its `spec.active` (false: deactivated).")
     status: str = strawberry.field(
         description="pending, quota_reserved, admitted, evicted, inactive or finished."
     )
-    admitted_at: datetime | None
-    pod_sets: list[PodSetType]
-    conditions: list[KubeCondition]
-    admission: WorkloadAdmission | None
-    requeue_count: int | None
-    created_at: datetime | None
+    admitted_at: datetime | None = strawberry.field(
+        description="When its Admitted condition became true (UTC); null unless admitted."
+    )
+    pod_sets: list[PodSetType] = strawberry.field(description="Its `spec.podSets`.")
+    conditions: list[KubeCondition] = strawberry.field(
+        description="Its `status.conditions` (QuotaReserved, Admitted, Evicted...)."
+    )
+    admission: WorkloadAdmission | None = strawberry.field(
+        description="Its `status.admission`; null until quota is reserved."
+    )
+    requeue_count: int | None = strawberry.field(
+        description="Times it was requeued (`status.requeueState.count`)."
+    )
+    created_at: datetime | None = strawberry.field(
+        description="`metadata.creationTimestamp` (UTC)."
+    )
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[WorkloadRecord]
@@ -218,8 +230,8 @@ domain_enum(
     "the most likely (causes earlier on the way to GPUs block the later ones)."
 )
 class WaitReason:
-    rank: int
-    kind: WaitReasonKind
+    rank: int = strawberry.field(description="1 is the most likely.")
+    kind: WaitReasonKind = strawberry.field(description="What kind of cause it is.")
     source: str = strawberry.field(
         description="Who reports it: kueue, scheduler, dra, kubelet, kubernetes, inspector."
     )
@@ -228,7 +240,7 @@ class WaitReason:
     )
     reason: str | None = strawberry.field(description="The condition's reason.")
     message: str = strawberry.field(description="The condition's message, verbatim.")
-    since: datetime | None
+    since: datetime | None = strawberry.field(description="Since when it holds (UTC).")
     waited_seconds: float | None = strawberry.field(description="From `since` to now.")
     resource: str | None = strawberry.field(description="Quota: the resource short.")
     flavor: str | None = strawberry.field(description="Quota: the ResourceFlavor short.")
