@@ -42,8 +42,9 @@ def domain_enum(cls: type[Enum], *, name: str, description: str, values: Mapping
     import, so the schema cannot build with an undescribed value.
     """
     strawberry.enum(cls, name=name, description=description)
-    assert has_enum_definition(cls)
-    for value in cls.__strawberry_definition__.values:
+    exposed: object = cls
+    assert has_enum_definition(exposed)
+    for value in exposed.__strawberry_definition__.values:
         value.description = values[cls(value.value)]
 
 

@@ -335,7 +335,8 @@ def _args(
     return logs_reads.LogArgs(
         since=since,
         until=until,
-        severity=severity.value if severity is not None else None,
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        severity=cast(str, severity.value) if severity is not None else None,
         text=text,
         role=role,
         pod=pod,

@@ -193,8 +193,10 @@ class GpuMetricsFields:
         key = metrics_reads.device_key(dev.uuid, dev.node_name, dev.index)
         if key is None:
             return None
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        name = cast(str, metric.value)
         rec = await metrics_reads.gpu_series(
-            info.context, key, metric.value, epoch(start), epoch(end), step
+            info.context, key, name, epoch(start), epoch(end), step
         )
         return GpuSeries.from_record(rec)
 

@@ -4,7 +4,7 @@ operators' guarded raw PromQL."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, cast
 
 import strawberry
 from openrl_inspect.resolvers.metrics import reads as metrics_reads
@@ -57,8 +57,10 @@ class MetricsQuery:
         end: RangeEnd = None,
         step: Step = None,
     ) -> GpuSeries | None:
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        name = cast(str, metric.value)
         rec = await metrics_reads.gpu_series(
-            info.context, uuid, metric.value, epoch(start), epoch(end), step
+            info.context, uuid, name, epoch(start), epoch(end), step
         )
         return GpuSeries.from_record(rec)
 
