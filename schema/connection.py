@@ -8,7 +8,7 @@ and the list and its other items stand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar, cast
+from typing import Annotated, Generic, TypeVar, cast
 
 import strawberry
 from openrl_inspect.core.errors import BadRecord
@@ -17,33 +17,61 @@ from openrl_inspect.resolvers.paging import Cursor, Paged
 T = TypeVar("T")
 R = TypeVar("R")
 
+# The paging arguments of every connection field (``resolvers.paging.page_size``).
+First = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Items per page, 0 to OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE (100 unless "
+        "set); default OPENRL_INSPECT_LIMITS_DEFAULT_PAGE_SIZE (20)."
+    ),
+]
+After = Annotated[
+    str | None,
+    strawberry.argument(
+        description="Start after this cursor (an opaque `pageInfo.endCursor` or edge "
+        "`cursor` of the same list); default: from the start."
+    ),
+]
 
-@strawberry.type
+
+@strawberry.type(description="Where a page sits in its list, and the cursors to go on.")
 class PageInfo:
-    has_next_page: bool
-    has_previous_page: bool
-    start_cursor: str | None
-    end_cursor: str | None
+    has_next_page: bool = strawberry.field(
+        description="True when items follow this page: pass `endCursor` as `after`."
+    )
+    has_previous_page: bool = strawberry.field(
+        description="True when this page was asked for with `after` (items precede it)."
+    )
+    start_cursor: str | None = strawberry.field(
+        description="The cursor of the page's first item; null for an empty page."
+    )
+    end_cursor: str | None = strawberry.field(
+        description="The cursor to pass as `after` for the next page; null when none follows."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="One item of a page with the cursor that resumes after it.")
 class Edge(Generic[T]):
-    cursor: str
-    node: T
+    cursor: str = strawberry.field(description="Pass as `after` to resume after this item.")
+    node: T = strawberry.field(description="The item.")
 
 
-@strawberry.type(name="Edge")
+@strawberry.type(
+    name="Edge",
+    description="One item of a page with the cursor that resumes after it; the item goes "
+    "null with a BAD_RECORD error when its stored record cannot be read.",
+)
 class RecordEdge(Generic[T]):
     """An edge of a stored record: its node goes null with its own error when bad."""
 
     _cursor: strawberry.Private[str | Cursor]  # encoded when selected (``Cursor``)
     _node: strawberry.Private[object]  # a T, or the BadRecord it could not be read as
 
-    @strawberry.field
+    @strawberry.field(description="Pass as `after` to resume after this item.")
     def cursor(self) -> str:
         return str(self._cursor)
 
-    @strawberry.field
+    @strawberry.field(description="The item; null (with a BAD_RECORD error) when unreadable.")
     def node(self) -> T | None:
         if isinstance(self._node, BadRecord):
             raise self._node
@@ -52,8 +80,8 @@ class RecordEdge(Generic[T]):
 
 @strawberry.type(description="A page of a list. `truncated` is true when items exist past it.")
 class Connection(Generic[T]):
-    edges: list[RecordEdge[T]]
-    page_info: PageInfo
+    edges: list[RecordEdge[T]] = strawberry.field(description="The page's items with cursors.")
+    page_info: PageInfo = strawberry.field(description="Where the page sits; cursors to go on.")
     total_count: int = strawberry.field(description="Items in the whole list, not the page.")
     truncated: bool = strawberry.field(
         description="True when this page does not hold every item after the cursor."

@@ -304,11 +304,24 @@ async def model_workloads(
 
 
 async def workload_pods(
-    ctx: Context, rec: WorkloadRecord, first: int | None
+    ctx: Context, rec: WorkloadRecord, first: int | None, after: str | None = None
 ) -> LivePage[PodRecord]:
-    """The pods of the Workload's job, by ownership: one bounded page."""
-    listing = await ctx.kube.pods_for_workloads.load((rec.key, page_size(ctx, first)))
-    return _page("pod", await _visible(ctx, listing), _key_parts, None)
+    """The pods of the Workload's job, by ownership, in key order, a page at a time.
+
+    Ownership has no index to start a page from: a later page reads the first
+    ``PER_OBJECT`` pods again and goes on after the cursor's key.
+    """
+    size = page_size(ctx, first)
+    if after is None:
+        listing = await ctx.kube.pods_for_workloads.load((rec.key, size))
+        return _page("pod", await _visible(ctx, listing), _key_parts, None)
+    start = _object_after("pod", after)
+    read = await _visible(ctx, await ctx.kube.pods_for_workloads.load((rec.key, PER_OBJECT)))
+    rest = [p for p in read.items if start is None or p.key > start]
+    truncated = len(rest) > size or (read.truncated and bool(rest))
+    return _page(
+        "pod", replace(read, items=tuple(rest[:size]), truncated=truncated), _key_parts, after
+    )
 
 
 async def node_of(ctx: Context, name: str | None) -> NodeRecord | None:

@@ -12,7 +12,7 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.loaders.logs import WorkerBackend
 
 if TYPE_CHECKING:
-    from openrl_inspect.resolvers.logs.cursor import Resume
+    from openrl_inspect.resolvers.logs.cursor import EntryCursor, Resume
 
 # A session's logs read its newest models, at most this many.
 MAX_SESSION_MODELS = 10
@@ -79,6 +79,8 @@ class LogAnswer:
     filters: tuple[WorkerFilter, ...]
     filter: str | None
     explorer_url: str | None
+    # The cursor after each entry, in ``entries`` order (encoded when read).
+    cursors: tuple[EntryCursor, ...] = ()
 
 
 def around(at: float, before: timedelta, after: timedelta) -> tuple[datetime, datetime]:

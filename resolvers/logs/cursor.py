@@ -40,6 +40,20 @@ def fingerprint(owner: tuple[str, str], args: LogArgs) -> str:
     )
 
 
+class EntryCursor:
+    """The cursor that resumes after one entry of an answer: every side's position at
+    that entry, encoded only when it is read (most answers select no edge's cursor)."""
+
+    __slots__ = ("_print", "_state")
+
+    def __init__(self, print_: str, state: Resume) -> None:
+        self._print = print_
+        self._state = state
+
+    def __str__(self) -> str:
+        return encode(self._print, self._state)
+
+
 def encode(print_: str, state: Resume) -> str:
     return codec.encode(
         _KIND,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from openrl_inspect.adapters.logs import LogEntry, entry_size
 from openrl_inspect.resolvers.logs.args import LogLimit
@@ -19,8 +19,10 @@ def merge(
     used: int,
     size: int,
     newest_first: bool,
+    taken: Callable[[], None] | None = None,
 ) -> tuple[LogLimit | None, int, list[Side]]:
-    """Move entries from the sides' pages to ``out`` in time order.
+    """Move entries from the sides' pages to ``out`` in time order; ``taken`` is called
+    after each one moved (the sides then stand just past it).
 
     Returns why it stopped (None: every side ran out), the bytes used, and the sides
     that ran out of read entries while having more (reading those again may go on).
@@ -59,10 +61,17 @@ def merge(
             return LogLimit.MAX_BYTES, used, []
         out.append(entry)
         used += cost
-        if isinstance(side, WorkerSide):
-            side.pos += 1
-        else:
-            side.taken()
+        _advance(side)
+        if taken is not None:
+            taken()
+
+
+def _advance(side: Side) -> None:
+    """Move ``side`` past its head entry."""
+    if isinstance(side, WorkerSide):
+        side.pos += 1
+    else:
+        side.taken()
 
 
 def _reason(blocked: Sequence[Side]) -> LogLimit:

@@ -15,7 +15,7 @@ client side's (score, member) — with the window and a fingerprint of the filte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -40,7 +40,7 @@ from openrl_inspect.resolvers.logs.args import (
     check_args,
     window_of,
 )
-from openrl_inspect.resolvers.logs.cursor import Resume, decode, encode, fingerprint
+from openrl_inspect.resolvers.logs.cursor import EntryCursor, Resume, decode, encode, fingerprint
 from openrl_inspect.resolvers.logs.merge import MAX_LOG_BYTES, merge
 from openrl_inspect.resolvers.logs.sides import (
     ClientSide,
@@ -137,7 +137,13 @@ async def _logs(
     found = await ctx.logs.client.load_many([c.request for c in clients])
     for client, slice_ in zip(clients, found, strict=True):
         client.fill(slice_)
-    out, used, stop = await _merge_rounds(ctx, workers, clients, size, args.newest_first)
+    cursors: list[EntryCursor] = []
+
+    def mark() -> None:
+        at = _resume_at(Resume(backend, start, end), workers, clients)
+        cursors.append(EntryCursor(print_, at))
+
+    out, used, stop = await _merge_rounds(ctx, workers, clients, size, args.newest_first, mark)
 
     has_next = any(w.position() is not None for w in workers) or any(
         c.position()[0] for c in clients
@@ -169,6 +175,7 @@ async def _logs(
         filters=filters,
         filter=combined,
         explorer_url=link,
+        cursors=tuple(cursors),
     )
 
 
@@ -220,6 +227,7 @@ async def _merge_rounds(
     clients: list[ClientSide],
     size: int,
     newest_first: bool,
+    taken: Callable[[], None] | None = None,
 ) -> tuple[list[LogEntry], int, LogLimit | None]:
     """Merge the sides' pages, refilling the sides that block the merge (a few rounds at
     most): the entries, their bytes, and why the merge stopped."""
@@ -227,7 +235,7 @@ async def _merge_rounds(
     used = 0
     rounds = 1
     while True:
-        stop, used, blocked = merge(workers, clients, out, used, size, newest_first)
+        stop, used, blocked = merge(workers, clients, out, used, size, newest_first, taken)
         if not blocked or rounds >= MAX_ROUNDS or len(out) >= size:
             return out, used, stop
         rounds += 1

@@ -31,8 +31,8 @@ DEGRADED_DESCRIPTION = (
     "true when more exist past it; `degraded` when the cache was not in sync for them."
 )
 class LiveConnection(Generic[T]):
-    edges: list[Edge[T]]
-    page_info: PageInfo
+    edges: list[Edge[T]] = strawberry.field(description="The page's items with cursors.")
+    page_info: PageInfo = strawberry.field(description="Where the page sits; cursors to go on.")
     total_count: int | None = strawberry.field(
         description="Items in the whole list, known only when this page holds all of "
         "them (no `after`, not truncated): the cache answers pages, not counts."
@@ -69,11 +69,13 @@ class LiveConnection(Generic[T]):
 
 @strawberry.type(description="A Kubernetes status condition.")
 class KubeCondition:
-    type: str
+    type: str = strawberry.field(description="The condition's type (Ready, PodScheduled...).")
     status: str = strawberry.field(description="True, False or Unknown.")
-    reason: str | None
-    message: str | None
-    last_transition_at: datetime | None
+    reason: str | None = strawberry.field(description="Its machine-readable reason.")
+    message: str | None = strawberry.field(description="Its message, verbatim.")
+    last_transition_at: datetime | None = strawberry.field(
+        description="`lastTransitionTime` (UTC): when `status` last changed."
+    )
 
     @classmethod
     def from_record(cls, rec: Condition) -> KubeCondition:
@@ -90,10 +92,10 @@ def conditions(recs: tuple[Condition, ...]) -> list[KubeCondition]:
     return [KubeCondition.from_record(c) for c in recs]
 
 
-@strawberry.type(name="NodeTaint")
+@strawberry.type(name="NodeTaint", description="A taint of a node (`spec.taints`).")
 class TaintType:
-    key: str
-    value: str | None
+    key: str = strawberry.field(description="The taint's key.")
+    value: str | None = strawberry.field(description="The taint's value, if any.")
     effect: str = strawberry.field(description="NoSchedule, PreferNoSchedule or NoExecute.")
 
     @classmethod
@@ -103,7 +105,7 @@ class TaintType:
 
 @strawberry.type(description="One kind's watch cache.")
 class KubernetesKindStatus:
-    kind: str
+    kind: str = strawberry.field(description="The resource (pods, nodes, workloads...).")
     group: str = strawberry.field(
         description="Its API group (empty for the core API: pods, nodes)."
     )
@@ -126,12 +128,14 @@ class KubernetesKindStatus:
     )
     synced: bool = strawberry.field(description="Listed at least once since the start.")
     degraded: bool = strawberry.field(description="Not synced yet, or its watch is failing.")
-    objects: int
+    objects: int = strawberry.field(description="Objects it holds now.")
     list_age_seconds: float | None = strawberry.field(description="Since the last full LIST.")
     error_age_seconds: float | None = strawberry.field(description="How long it has failed.")
-    last_error: str | None
-    relists: int
-    watch_restarts: int
+    last_error: str | None = strawberry.field(
+        description="Its last LIST or watch error; null when none."
+    )
+    relists: int = strawberry.field(description="Full LISTs since the start.")
+    watch_restarts: int = strawberry.field(description="Watches restarted since the start.")
     evicted: int = strawberry.field(
         description="Objects a bounded cache dropped to stay within its bounds (events: "
         "OPENRL_INSPECT_KUBERNETES_MAX_EVENTS and _EVENT_MAX_AGE_S), oldest first."
@@ -163,7 +167,7 @@ class KubernetesKindStatus:
 class KubernetesStatus:
     ready: bool = strawberry.field(description="Every served kind has synced.")
     degraded: bool = strawberry.field(description="Some kind is not synced or failing.")
-    kinds: list[KubernetesKindStatus]
+    kinds: list[KubernetesKindStatus] = strawberry.field(description="Each kind it watches.")
 
     @classmethod
     def from_record(cls, rec: SourceStatus) -> KubernetesStatus:

@@ -15,12 +15,12 @@ from openrl_inspect.schema.common import ts
     "OOMKilled, Error, Completed...; exit code 137 is a SIGKILL (the OOM killer's)."
 )
 class ContainerTermination:
-    reason: str | None
-    exit_code: int | None
+    reason: str | None = strawberry.field(description="OOMKilled, Error, Completed...")
+    exit_code: int | None = strawberry.field(description="Its exit code (137: SIGKILL).")
     signal: int | None = strawberry.field(description="The signal that ended it, if reported.")
-    message: str | None
-    started_at: datetime | None
-    finished_at: datetime | None
+    message: str | None = strawberry.field(description="The kubelet's message, verbatim.")
+    started_at: datetime | None = strawberry.field(description="When the run started (UTC).")
+    finished_at: datetime | None = strawberry.field(description="When the run ended (UTC).")
     oom_killed: bool = strawberry.field(description="The kernel's OOM killer ended it.")
 
     @classmethod
@@ -42,12 +42,14 @@ class ContainerTermination:
     "CrashLoopBackOff with `lastTermination.oomKilled`."
 )
 class Container:
-    name: str
+    name: str = strawberry.field(description="The container's name.")
     init: bool = strawberry.field(description="An init container.")
     state: str = strawberry.field(description="waiting, running, terminated or unknown.")
-    ready: bool
+    ready: bool = strawberry.field(description="It passes its readiness probe (`ready`).")
     restarts: int = strawberry.field(description="Times the kubelet restarted it.")
-    restart_count: int = strawberry.field(deprecation_reason="Use `restarts`.")
+    restart_count: int = strawberry.field(
+        description="Times the kubelet restarted it.", deprecation_reason="Use `restarts`."
+    )
     image: str | None = strawberry.field(description="Its image (from the spec if unknown).")
     waiting_reason: str | None = strawberry.field(
         description="Why it waits: CrashLoopBackOff, ImagePullBackOff, "
@@ -59,7 +61,9 @@ class Container:
     message: str | None = strawberry.field(description="The current state's message.")
     exit_code: int | None = strawberry.field(description="Of a current termination.")
     signal: int | None = strawberry.field(description="Of a current termination.")
-    started_at: datetime | None
+    started_at: datetime | None = strawberry.field(
+        description="When the current run started (running or terminated), UTC."
+    )
     finished_at: datetime | None = strawberry.field(description="Of a current termination.")
     last_termination: ContainerTermination | None = strawberry.field(
         description="How its previous run ended (`lastState.terminated`); null before "
@@ -92,10 +96,10 @@ class Container:
 class OomKill:
     namespace: str = strawberry.field(description="The pod's namespace.")
     pod: str = strawberry.field(description="The pod's name.")
-    container: str
+    container: str = strawberry.field(description="The container's name.")
     init: bool = strawberry.field(description="An init container.")
     at: datetime | None = strawberry.field(description="When the run ended (finishedAt).")
-    exit_code: int | None
+    exit_code: int | None = strawberry.field(description="Its exit code (137 for SIGKILL).")
     restarts: int = strawberry.field(description="The container's restarts so far.")
     current: bool = strawberry.field(
         description="True: the container is still terminated by it; false: it is its "
@@ -122,9 +126,11 @@ class OomKill:
     "than returned; `degraded` when the pods came from a cache not in sync."
 )
 class OomKills:
-    kills: list[OomKill]
-    truncated: bool
-    degraded: bool
+    kills: list[OomKill] = strawberry.field(description="The kills, most recent first.")
+    truncated: bool = strawberry.field(description="More kills exist than returned.")
+    degraded: bool = strawberry.field(
+        description="The pods came from a watch cache not in sync: may be stale."
+    )
 
     @classmethod
     def from_record(cls, rec: terminations.OomKills) -> OomKills:

@@ -38,7 +38,7 @@ LIVE_EVENTS = (
 class EventObject:
     kind: str = strawberry.field(description="Pod, Workload, Node...")
     namespace: str | None = strawberry.field(description="Null for cluster-scoped kinds.")
-    name: str
+    name: str = strawberry.field(description="The object's name.")
 
     @classmethod
     def from_record(cls, rec: ObjectRef) -> EventObject:
@@ -47,15 +47,15 @@ class EventObject:
 
 @strawberry.type(description="A Kubernetes Event (events.k8s.io/v1), live from the cache.")
 class Event:
-    namespace: str
-    name: str
+    namespace: str = strawberry.field(description="The Event's own namespace.")
+    name: str = strawberry.field(description="The Event's own name.")
     type: str | None = strawberry.field(description="Normal or Warning.")
     reason: str | None = strawberry.field(
         description="Why: FailedScheduling, Preempted, Evicted, BackOff, Pending..."
     )
     note: str | None = strawberry.field(description="The message (capped at 1024 chars).")
     action: str | None = strawberry.field(description="What was done or tried (new API).")
-    regarding: EventObject
+    regarding: EventObject = strawberry.field(description="The object it is about.")
     related: EventObject | None = strawberry.field(description="A second object involved.")
     reporting_controller: str | None = strawberry.field(
         description="Who reported it: default-scheduler, kubelet, kueue-admission..."
@@ -88,7 +88,7 @@ class Event:
     description="Events newest first, bounded: `truncated` when more exist than listed."
 )
 class EventList:
-    nodes: list[Event]
+    nodes: list[Event] = strawberry.field(description="The events, newest first by last seen.")
     truncated: bool = strawberry.field(description="More events exist than listed.")
     degraded: bool = strawberry.field(
         description="The events cache was not in sync: a bounded direct read, or a cache "

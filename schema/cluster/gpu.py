@@ -43,7 +43,7 @@ ResourceClaimT = Annotated["ResourceClaim", strawberry.lazy("openrl_inspect.sche
 class GpuHolder:
     _holder: strawberry.Private[cluster_holders.Holder]
 
-    @strawberry.field
+    @strawberry.field(description="The ResourceClaim it is allocated to (live).")
     def claim(self) -> ResourceClaimT:
         # Built when asked for: the cluster view asks for the pod and model of thousands
         # of holders and not for their claims.
@@ -76,9 +76,13 @@ class GpuHolder:
     "it (live).",
 )
 class Gpu(GpuMetricsFields):
-    uuid: str | None
-    driver: str
-    pool: str
+    uuid: str | None = strawberry.field(
+        description="Its `uuid` attribute (a MIG slice's own UUID); null when not published."
+    )
+    driver: str = strawberry.field(
+        description="The DRA driver publishing it (its ResourceSlice's `spec.driver`)."
+    )
+    pool: str = strawberry.field(description="Its ResourceSlice pool (usually the node's name).")
     device: str = strawberry.field(
         description="The device name in its pool (`gpu-0`; a MIG slice `gpu-0-mig-...`)."
     )
@@ -94,8 +98,12 @@ class Gpu(GpuMetricsFields):
         description="A MIG slice's GPU, by device name (`gpu-0`), whether or not the "
         "driver publishes the GPU itself (static MIG publishes only its slices)."
     )
-    pool_generation: int
-    node_name: str | None
+    pool_generation: int = strawberry.field(
+        description="The pool's generation it was published in (`spec.pool.generation`)."
+    )
+    node_name: str | None = strawberry.field(
+        description="The node it is on (its ResourceSlice's `spec.nodeName`)."
+    )
     index: int | None = strawberry.field(
         description="Its `index` attribute (NVIDIA's driver before 25.8)."
     )
@@ -103,10 +111,19 @@ class Gpu(GpuMetricsFields):
         description="A whole GPU's minor number: its `minor` attribute, or from its name "
         "`gpu-<minor>` (drivers from 25.8 publish no `minor`)."
     )
-    product_name: str | None
-    architecture: str | None
-    driver_version: str | None
-    pci_bus_id: str | None
+    product_name: str | None = strawberry.field(
+        description="Its `productName` attribute (NVIDIA H100 80GB HBM3...)."
+    )
+    architecture: str | None = strawberry.field(
+        description="Its `architecture` attribute (Hopper...)."
+    )
+    driver_version: str | None = strawberry.field(
+        description="Its `driverVersion` attribute: the NVIDIA driver's version."
+    )
+    pci_bus_id: str | None = strawberry.field(
+        description="Its PCI address: `resource.kubernetes.io/pciBusID` (`pcieBusID` "
+        "before driver 25.12)."
+    )
     memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
     health: GpuHealth = strawberry.field(
         description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it, "

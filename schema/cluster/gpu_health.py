@@ -9,15 +9,20 @@ from enum import Enum
 import strawberry
 from openrl_inspect.adapters.kubernetes import DeviceTaint, GpuDevice
 from openrl_inspect.core import domain
-from openrl_inspect.schema.common import ts
+from openrl_inspect.schema.common import domain_enum, ts
 
 GpuHealth = domain.GpuHealth
-strawberry.enum(
+domain_enum(
     GpuHealth,
     name="GpuHealth",
     description="A GPU's health as the cluster reports it: UNHEALTHY when a DRA device "
     "taint with effect NoSchedule or NoExecute keeps new claims off it (for a MIG slice, "
     "also one on the GPU it is on).",
+    values={
+        GpuHealth.HEALTHY: "No NoSchedule or NoExecute device taint on it.",
+        GpuHealth.UNHEALTHY: "A NoSchedule or NoExecute device taint (its ResourceSlice's "
+        "or a DeviceTaintRule's) keeps new claims off it.",
+    },
 )
 
 
@@ -59,13 +64,15 @@ def kind(rec: GpuDevice) -> GpuKind:
 )
 class DeviceTaintType:
     key: str = strawberry.field(description="E.g. `gpu.nvidia.com/xid` (value: the Xid).")
-    value: str | None
+    value: str | None = strawberry.field(description="The taint's value, if any.")
     effect: str = strawberry.field(
         description="NoSchedule, NoExecute (both keep new claims off; NoExecute also "
         "evicts pods not tolerating it) or None (informational). An unknown effect is "
         "treated as None, as the API says."
     )
-    time_added: datetime | None
+    time_added: datetime | None = strawberry.field(
+        description="When it was added (`timeAdded`, UTC), if set."
+    )
     rule: str | None = strawberry.field(
         description="The DeviceTaintRule that added it; null when its driver did."
     )

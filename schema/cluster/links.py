@@ -8,7 +8,7 @@ Kubernetes fails or is not configured, only these go null (with a coded error).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from openrl_inspect.resolvers.cluster import links as cluster_links
@@ -23,6 +23,7 @@ from openrl_inspect.schema.cluster.node import Node
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.cluster.workload import WaitReason, Workload
 from openrl_inspect.schema.common import Info
+from openrl_inspect.schema.connection import After, First
 from openrl_inspect.state.records import PlacementRecord
 
 if TYPE_CHECKING:
@@ -31,6 +32,14 @@ if TYPE_CHECKING:
     from openrl_inspect.schema.state.worker import Worker
 
 LIVE = "Live, from Kubernetes (not the Redis history)"
+
+OomFirst = Annotated[
+    int | None,
+    strawberry.argument(
+        description="At most this many kills, 0 to OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE "
+        "(100 unless set); default 20."
+    ),
+]
 
 
 @strawberry.type
@@ -42,14 +51,14 @@ class ModelClusterFields:
 
     @strawberry.field(description=f"{LIVE}: its pods, by their `openrl.ai/model-id` label.")
     async def pods(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Pod] | None:
         page = await cluster_reads.model_pods(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Pod.from_record)
 
     @strawberry.field(description=f"{LIVE}: its Kueue Workloads, by label.")
     async def workloads(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Workload] | None:
         page = await cluster_reads.model_workloads(info.context, self._model().id, first, after)
         return LiveConnection.of(page, Workload.from_record)
@@ -67,7 +76,7 @@ class ModelClusterFields:
         description=f"{LIVE}: OOM kills of its pods' containers the kubelet still shows "
         "(current state or last termination), most recent first; `first` bounds them."
     )
-    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+    async def oom_kills(self, info: Info, first: OomFirst = None) -> OomKills | None:
         kills = await terminations.model_oom_kills(info.context, self._model().id, first)
         return OomKills.from_record(kills)
 
@@ -122,7 +131,7 @@ class PlacementClusterFields:
         description=f"{LIVE}: OOM kills of the recorded pods' containers the kubelet "
         "still shows, most recent first; `first` bounds them."
     )
-    async def oom_kills(self, info: Info, first: int | None = None) -> OomKills | None:
+    async def oom_kills(self, info: Info, first: OomFirst = None) -> OomKills | None:
         kills = await terminations.placement_oom_kills(
             info.context, self._placement_record(), first
         )

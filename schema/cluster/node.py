@@ -23,6 +23,7 @@ from openrl_inspect.schema.cluster.events import NodeEventFields
 from openrl_inspect.schema.cluster.gpu import Gpu, gpu_connection
 from openrl_inspect.schema.cluster.pod import Pod
 from openrl_inspect.schema.common import Info, as_json, ts
+from openrl_inspect.schema.connection import After, First
 from openrl_inspect.schema.metrics.fields import NodeMetricsFields
 from openrl_inspect.schema.shown import shows
 from strawberry.scalars import JSON
@@ -39,6 +40,11 @@ COUNTS = (
     "`slices`."
 )
 PARTITIONED = "GPUs partitioned into MIG slices (counted once each in `total`)."
+TOTAL = "GPUs published (DRA ResourceSlices, or `nvidia.com/gpu` capacity), whole."
+HELD = "Allocated to a claim (or requested by a pod)."
+FREE = "Not held, on a schedulable healthy node."
+UNHEALTHY = "Not held, on an unhealthy node or broken."
+TAINTED = "Not held, on a cordoned or tainted node."
 
 
 @strawberry.type(
@@ -62,7 +68,7 @@ class SliceCapacity:
 
 @strawberry.type(description=f"GPU capacity of one node. {COUNTS}")
 class NodeCapacity:
-    node_name: str
+    node_name: str = strawberry.field(description="The node's name.")
     product: str | None = strawberry.field(description="The GPU product on it.")
     basis: str = strawberry.field(
         description="`dra` (counted from its ResourceSlice devices and their claims), "
@@ -72,7 +78,7 @@ class NodeCapacity:
         description="`ok`, `unhealthy` (not Ready, unreachable, unknown) or `tainted` "
         "(cordoned, or a NoSchedule/NoExecute taint other than `nvidia.com/gpu`)."
     )
-    total: int
+    total: int = strawberry.field(description=TOTAL)
     held: int = strawberry.field(description="Allocated to a claim (or requested by a pod).")
     free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
     unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
@@ -105,13 +111,13 @@ class NodeCapacity:
 
 @strawberry.type(description=f"GPU capacity of one GPU product across the cluster. {COUNTS}")
 class ProductCapacity:
-    product: str
+    product: str = strawberry.field(description="The GPU product (`nvidia.com/gpu.product`).")
     nodes: int = strawberry.field(description="Nodes with GPUs of this product.")
-    total: int
-    held: int
-    free: int
-    unhealthy: int
-    tainted: int
+    total: int = strawberry.field(description=TOTAL)
+    held: int = strawberry.field(description=HELD)
+    free: int = strawberry.field(description=FREE)
+    unhealthy: int = strawberry.field(description=UNHEALTHY)
+    tainted: int = strawberry.field(description=TAINTED)
     partitioned: int = strawberry.field(description=PARTITIONED)
     slices: SliceCapacity = strawberry.field(description="Its MIG slices.")
 
@@ -134,14 +140,16 @@ class ProductCapacity:
 @strawberry.type(description=f"GPU capacity of the whole cluster (live). {COUNTS}")
 class ClusterCapacity:
     nodes: int = strawberry.field(description="Nodes counted (with or without GPUs).")
-    total: int
-    held: int
-    free: int
-    unhealthy: int
-    tainted: int
+    total: int = strawberry.field(description=TOTAL)
+    held: int = strawberry.field(description=HELD)
+    free: int = strawberry.field(description=FREE)
+    unhealthy: int = strawberry.field(description=UNHEALTHY)
+    tainted: int = strawberry.field(description=TAINTED)
     partitioned: int = strawberry.field(description=PARTITIONED)
     slices: SliceCapacity = strawberry.field(description="The cluster's MIG slices.")
-    by_product: list[ProductCapacity]
+    by_product: list[ProductCapacity] = strawberry.field(
+        description="The same counts per GPU product."
+    )
     degraded: bool = strawberry.field(
         description="Some kind it needed was not in sync: the counts may be stale."
     )
@@ -168,7 +176,7 @@ class ClusterCapacity:
 
     @strawberry.field(description="Capacity node by node, in name order.")
     async def by_node(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[NodeCapacity]:
         page = await cluster_capacity.capacity_by_node(info.context, first, after)
         return LiveConnection.of(page, NodeCapacity.from_record)
@@ -177,16 +185,20 @@ class ClusterCapacity:
 @shows(NodeRecord)
 @strawberry.type(description="A GPU node of the cluster (live, Kubernetes).")
 class Node(NodeMetricsFields, NodeEventFields):
-    name: str
-    labels: JSON
+    name: str = strawberry.field(description="Its name (`metadata.name`).")
+    labels: JSON = strawberry.field(description="Its `metadata.labels`, name -> value.")
     ready: bool | None = strawberry.field(description="Its Ready condition; null if unknown.")
     unschedulable: bool = strawberry.field(description="Cordoned.")
-    taints: list[TaintType]
-    conditions: list[KubeCondition]
+    taints: list[TaintType] = strawberry.field(description="Its `spec.taints`.")
+    conditions: list[KubeCondition] = strawberry.field(
+        description="Its `status.conditions` (Ready, MemoryPressure...)."
+    )
     gpu_capacity: int | None = strawberry.field(description="`nvidia.com/gpu` capacity.")
     gpu_allocatable: int | None = strawberry.field(description="`nvidia.com/gpu` allocatable.")
     gpu_product: str | None = strawberry.field(description="Its `nvidia.com/gpu.product` label.")
-    created_at: datetime | None
+    created_at: datetime | None = strawberry.field(
+        description="`metadata.creationTimestamp` (UTC)."
+    )
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     _record: strawberry.Private[NodeRecord]
@@ -214,14 +226,14 @@ class Node(NodeMetricsFields, NodeEventFields):
 
     @strawberry.field(description="Its GPUs (DRA devices of its ResourceSlices), by device.")
     async def gpus(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Gpu]:
         page = await cluster_reads.node_gpus(info.context, self.name, first, after)
         return await gpu_connection(info, page)
 
     @strawberry.field(description="Pods bound to it, by namespace and name.")
     async def pods(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> LiveConnection[Pod]:
         page = await cluster_reads.node_pods(info.context, self.name, first, after)
         return LiveConnection.of(page, Pod.from_record)

@@ -48,8 +48,12 @@ NodeT = Annotated["Node", strawberry.lazy("openrl_inspect.schema.cluster.node")]
 @strawberry.type(description="The pod's PodScheduled=False condition: why it has no node.")
 class PodSchedulingFailure:
     reason: str | None = strawberry.field(description="Unschedulable, SchedulingGated...")
-    message: str | None
-    since: datetime | None
+    message: str | None = strawberry.field(
+        description="The scheduler's message, verbatim (nodes that fit, why the others not)."
+    )
+    since: datetime | None = strawberry.field(
+        description="The condition's lastTransitionTime (UTC)."
+    )
 
     @classmethod
     def from_record(cls, rec: SchedulingFailure) -> PodSchedulingFailure:
@@ -59,24 +63,36 @@ class PodSchedulingFailure:
 @shows(PodRecord)
 @strawberry.type(description="A live pod of the cluster (Kubernetes).")
 class Pod(PodLogFields, PodEventFields):
-    namespace: str
-    name: str
-    uid: str
+    namespace: str = strawberry.field(description="Its namespace (`metadata.namespace`).")
+    name: str = strawberry.field(description="Its name (`metadata.name`).")
+    uid: str = strawberry.field(description="Its `metadata.uid`.")
     phase: str | None = strawberry.field(description="Pending, Running, Succeeded, Failed.")
-    node_name: str | None
-    labels: JSON
+    node_name: str | None = strawberry.field(
+        description="The node it is bound to (`spec.nodeName`); null while unscheduled."
+    )
+    labels: JSON = strawberry.field(description="Its `metadata.labels`, name -> value.")
     model_id: str | None = strawberry.field(description="Its `openrl.ai/model-id` label.")
     role: str | None = strawberry.field(description="Its `openrl.ai/role` label.")
     gpu_request: int = strawberry.field(
         description="`nvidia.com/gpu` it requests through the device plugin (DRA GPUs "
         "come through its claims instead)."
     )
-    owner_kind: str | None
-    owner_name: str | None
-    created_at: datetime | None
-    started_at: datetime | None
-    deleting: bool
-    conditions: list[KubeCondition]
+    owner_kind: str | None = strawberry.field(
+        description="Its controlling owner reference's kind (Job, JobSet...)."
+    )
+    owner_name: str | None = strawberry.field(description="Its controlling owner reference's name.")
+    created_at: datetime | None = strawberry.field(
+        description="`metadata.creationTimestamp` (UTC)."
+    )
+    started_at: datetime | None = strawberry.field(
+        description="`status.startTime` (UTC): when the kubelet accepted it."
+    )
+    deleting: bool = strawberry.field(
+        description="True once deletion began (`metadata.deletionTimestamp` set)."
+    )
+    conditions: list[KubeCondition] = strawberry.field(
+        description="Its `status.conditions` (PodScheduled, Ready...)."
+    )
     containers: list[Container] = strawberry.field(
         description="Init containers first, then the others, as in its status."
     )
@@ -86,7 +102,9 @@ class Pod(PodLogFields, PodEventFields):
     oom_killed: bool = strawberry.field(
         description="A container's current state or last termination is an OOM kill."
     )
-    scheduling_failure: PodSchedulingFailure | None
+    scheduling_failure: PodSchedulingFailure | None = strawberry.field(
+        description="Why it has no node (PodScheduled false); null once scheduled."
+    )
     claim_names: list[str] = strawberry.field(description="Its ResourceClaims' names.")
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
@@ -147,12 +165,16 @@ class Pod(PodLogFields, PodEventFields):
         return [ResourceClaim.from_record(c) for c in claims]
 
 
-@strawberry.type
+@strawberry.type(description="One device request of a ResourceClaim (`spec.devices.requests`).")
 class DeviceRequest:
-    name: str
-    device_class: str | None
-    count: int | None
-    allocation_mode: str | None
+    name: str = strawberry.field(description="The request's name within the claim.")
+    device_class: str | None = strawberry.field(
+        description="The DeviceClass it asks from (`deviceClassName`)."
+    )
+    count: int | None = strawberry.field(
+        description="How many devices, for allocation mode ExactCount."
+    )
+    allocation_mode: str | None = strawberry.field(description="ExactCount or All.")
 
     @classmethod
     def from_record(cls, rec: ClaimRequest) -> DeviceRequest:
@@ -166,10 +188,10 @@ class DeviceRequest:
 
 @strawberry.type(description="A device a claim's allocation names.")
 class ClaimDevice:
-    request: str
-    driver: str
-    pool: str
-    device: str
+    request: str = strawberry.field(description="The claim's request it satisfies.")
+    driver: str = strawberry.field(description="The DRA driver (gpu.nvidia.com...).")
+    pool: str = strawberry.field(description="The resource pool (usually the node's name).")
+    device: str = strawberry.field(description="The device's name within the pool (gpu-0...).")
 
     _record: strawberry.Private[AllocatedDevice]
 
@@ -187,9 +209,9 @@ class ClaimDevice:
 
 @strawberry.type(description="An entry of the claim's `reservedFor`: who uses it.")
 class ClaimConsumerRef:
-    resource: str
-    name: str
-    uid: str | None
+    resource: str = strawberry.field(description="The consumer's resource (pods).")
+    name: str = strawberry.field(description="The consumer's name.")
+    uid: str | None = strawberry.field(description="The consumer's uid.")
 
     @classmethod
     def from_record(cls, rec: ClaimConsumer) -> ClaimConsumerRef:
@@ -199,15 +221,25 @@ class ClaimConsumerRef:
 @shows(ClaimRecord)
 @strawberry.type(description="A DRA ResourceClaim (live): the devices a pod asked for and got.")
 class ResourceClaim:
-    namespace: str
-    name: str
-    uid: str
-    requests: list[DeviceRequest]
-    allocated: bool
-    devices: list[ClaimDevice]
-    reserved_for: list[ClaimConsumerRef]
-    created_at: datetime | None
-    deleting: bool
+    namespace: str = strawberry.field(description="Its namespace.")
+    name: str = strawberry.field(description="Its name.")
+    uid: str = strawberry.field(description="Its `metadata.uid`.")
+    requests: list[DeviceRequest] = strawberry.field(description="What it asks for.")
+    allocated: bool = strawberry.field(
+        description="True once the scheduler allocated devices (`status.allocation`)."
+    )
+    devices: list[ClaimDevice] = strawberry.field(
+        description="The devices allocated (`status.allocation.devices.results`)."
+    )
+    reserved_for: list[ClaimConsumerRef] = strawberry.field(
+        description="Who may use it (`status.reservedFor`)."
+    )
+    created_at: datetime | None = strawberry.field(
+        description="`metadata.creationTimestamp` (UTC)."
+    )
+    deleting: bool = strawberry.field(
+        description="True once deletion began (`metadata.deletionTimestamp` set)."
+    )
     source: str = strawberry.field(description=SOURCE_DESCRIPTION)
 
     @classmethod

@@ -31,15 +31,19 @@ if TYPE_CHECKING:
 
 @strawberry.enum(description="LogSeverity of Cloud Logging, lowest first.")
 class LogSeverity(Enum):
-    DEFAULT = "DEFAULT"
-    DEBUG = "DEBUG"
-    INFO = "INFO"
-    NOTICE = "NOTICE"
-    WARNING = "WARNING"
-    ERROR = "ERROR"
-    CRITICAL = "CRITICAL"
-    ALERT = "ALERT"
-    EMERGENCY = "EMERGENCY"
+    DEFAULT = strawberry.enum_value("DEFAULT", description="No severity was set (lowest).")
+    DEBUG = strawberry.enum_value("DEBUG", description="Debug or trace information.")
+    INFO = strawberry.enum_value("INFO", description="Routine information.")
+    NOTICE = strawberry.enum_value("NOTICE", description="Normal but significant events.")
+    WARNING = strawberry.enum_value("WARNING", description="Events that might cause problems.")
+    ERROR = strawberry.enum_value("ERROR", description="Events likely to cause problems.")
+    CRITICAL = strawberry.enum_value(
+        "CRITICAL", description="Events that cause more severe problems or outages."
+    )
+    ALERT = strawberry.enum_value("ALERT", description="A person must act immediately.")
+    EMERGENCY = strawberry.enum_value(
+        "EMERGENCY", description="One or more systems are unusable (highest)."
+    )
 
 
 @strawberry.enum(description="Where a log line came from.")
@@ -56,15 +60,21 @@ class LogSourceKind(Enum):
     )
 
 
-@strawberry.enum
+@strawberry.enum(description="The order of the lines in a logs answer and its pages.")
 class LogOrder(Enum):
-    OLDEST_FIRST = "oldest_first"
-    NEWEST_FIRST = "newest_first"
+    OLDEST_FIRST = strawberry.enum_value(
+        "oldest_first", description="From the window's start forward in time."
+    )
+    NEWEST_FIRST = strawberry.enum_value(
+        "newest_first", description="From the window's end backward in time."
+    )
 
 
 @strawberry.enum(description="The backend the worker logs were read from.")
 class LogBackend(Enum):
-    CLOUD_LOGGING = "cloud_logging"
+    CLOUD_LOGGING = strawberry.enum_value(
+        "cloud_logging", description="Google Cloud Logging (the workers' shipped logs)."
+    )
     KUBERNETES = strawberry.enum_value(
         "kubernetes", description="The pods' logs through the Kubernetes API (the fallback)."
     )
@@ -93,11 +103,17 @@ class LogTruncation(Enum):
 
 @strawberry.type(description="Who wrote a log line.")
 class LogSource:
-    kind: LogSourceKind
+    kind: LogSourceKind = strawberry.field(description="Which kind of source it came from.")
     role: str | None = strawberry.field(description="The worker role (trainer, sampler).")
-    pod: str | None
-    container: str | None
-    model_id: strawberry.ID | None
+    pod: str | None = strawberry.field(
+        description="The pod that wrote it (worker and pod lines); null for client lines."
+    )
+    container: str | None = strawberry.field(
+        description="The container that wrote it, when the backend says."
+    )
+    model_id: strawberry.ID | None = strawberry.field(
+        description="The model it belongs to, when known (a session's logs mix models)."
+    )
 
 
 @strawberry.type(name="LogEvent", description="What a Kubernetes Event line is about.")
@@ -105,8 +121,8 @@ class LogEventType:
     reason: str | None = strawberry.field(description="FailedScheduling, Evicted, BackOff...")
     type: str | None = strawberry.field(description="Normal or Warning.")
     kind: str = strawberry.field(description="The regarded object's kind: Pod, Workload...")
-    namespace: str | None
-    name: str
+    namespace: str | None = strawberry.field(description="The regarded object's namespace.")
+    name: str = strawberry.field(description="The regarded object's name.")
     component: str | None = strawberry.field(description="Who reported it.")
 
     @classmethod
@@ -123,10 +139,15 @@ class LogEventType:
 
 @strawberry.type(description="One log line, bounded: a long message ends with a marker.")
 class LogEntry:
-    time: datetime
-    severity: LogSeverity
-    source: LogSource
-    message: str
+    time: datetime = strawberry.field(description="When the line was written (UTC).")
+    severity: LogSeverity = strawberry.field(
+        description="Its severity (DEFAULT when the source set none)."
+    )
+    source: LogSource = strawberry.field(description="Who wrote it.")
+    message: str = strawberry.field(
+        description="The line's text; a long one is cut and ends with a marker "
+        "(see `truncatedChars`)."
+    )
     fields: JSON = strawberry.field(description="Structured fields (bounded in number/size).")
     truncated_chars: int = strawberry.field(description="Characters cut from the message.")
     insert_id: str | None = strawberry.field(description="The backend's id of the line.")
@@ -157,8 +178,23 @@ class LogEntry:
 @strawberry.type(description="The exact filter of one worker-log read.")
 class LogFilter:
     key: str = strawberry.field(description="The model id, or namespace/pod.")
-    filter: str
-    explorer_url: str | None
+    filter: str = strawberry.field(
+        description="The filter the read applied, in the Logging query language (for the "
+        "pods' logs: the equivalent filter)."
+    )
+    explorer_url: str | None = strawberry.field(
+        description="A Logs Explorer link for it over the window; null without a project."
+    )
+
+
+@strawberry.type(description="One log line with the cursor that resumes after it.")
+class LogEdge:
+    _cursor: strawberry.Private[object]  # a cursor, encoded when selected (``EntryCursor``)
+    node: LogEntry = strawberry.field(description="The line.")
+
+    @strawberry.field(description="Pass as `after` to resume after this line.")
+    def cursor(self) -> str:
+        return str(self._cursor)
 
 
 @strawberry.type(
@@ -166,10 +202,20 @@ class LogFilter:
     "`pageInfo.endCursor` when more follow (pass it as `after`)."
 )
 class LogConnection:
-    nodes: list[LogEntry]
-    page_info: PageInfo
-    truncated: bool
-    truncated_reason: LogTruncation | None
+    edges: list[LogEdge] = strawberry.field(description="The page's lines with cursors.")
+    nodes: list[LogEntry] = strawberry.field(description="The lines of `edges`, without cursors.")
+    page_info: PageInfo = strawberry.field(description="Where the page sits; cursors to go on.")
+    total_count: int | None = strawberry.field(
+        description="Lines in the whole window, known only when this page holds all of "
+        "them (no `after`, not truncated): the backends answer pages, not counts."
+    )
+    truncated: bool = strawberry.field(
+        description="True when lines of the window were left out of this page: more "
+        "follow (see `pageInfo`) or a budget cut them (see `truncatedReason`)."
+    )
+    truncated_reason: LogTruncation | None = strawberry.field(
+        description="Why the page is short; null when not truncated."
+    )
     bytes: int = strawberry.field(description="Bytes of line text in this page.")
     since: datetime = strawberry.field(description="The window's start (inclusive).")
     until: datetime = strawberry.field(description="The window's end (inclusive).")
@@ -190,14 +236,21 @@ class LogConnection:
 
     @classmethod
     def from_answer(cls, answer: logs_reads.LogAnswer) -> LogConnection:
+        nodes = [LogEntry.from_record(e) for e in answer.entries]
+        whole = not answer.has_previous and not answer.truncated
         return cls(
-            nodes=[LogEntry.from_record(e) for e in answer.entries],
+            edges=[
+                LogEdge(_cursor=cursor, node=node)
+                for cursor, node in zip(answer.cursors, nodes, strict=True)
+            ],
+            nodes=nodes,
             page_info=PageInfo(
                 has_next_page=answer.next_cursor is not None,
                 has_previous_page=answer.has_previous,
-                start_cursor=None,
+                start_cursor=str(answer.cursors[0]) if answer.cursors else None,
                 end_cursor=answer.next_cursor,
             ),
+            total_count=len(nodes) if whole else None,
             truncated=answer.truncated,
             truncated_reason=LogTruncation(answer.truncated_reason.value)
             if answer.truncated_reason
@@ -243,6 +296,15 @@ PodName = Annotated[str | None, strawberry.argument(description="Only this pod (
 First = Annotated[
     int | None, strawberry.argument(description="Lines per page (default and maximum 100).")
 ]
+Order = Annotated[LogOrder, strawberry.argument(description="Oldest or newest line first.")]
+After = Annotated[
+    str | None,
+    strawberry.argument(
+        description="Resume after this cursor (`pageInfo.endCursor` or an edge's `cursor` "
+        "of the same logs with the same filters); default: from the window's start (or "
+        "end, newest first)."
+    ),
+]
 WorkerLogs = Annotated[bool, strawberry.argument(description="Include the workers' logs.")]
 ClientLogs = Annotated[bool, strawberry.argument(description="Include the client's lines.")]
 Events = Annotated[
@@ -273,7 +335,8 @@ def _args(
     return logs_reads.LogArgs(
         since=since,
         until=until,
-        severity=severity.value if severity is not None else None,
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        severity=cast(str, severity.value) if severity is not None else None,
         text=text,
         role=role,
         pod=pod,
@@ -306,9 +369,9 @@ class ModelLogFields:
         text: Text = None,
         role: Role = None,
         pod: PodName = None,
-        order: LogOrder = LogOrder.OLDEST_FIRST,
+        order: Order = LogOrder.OLDEST_FIRST,
         first: First = None,
-        after: str | None = None,
+        after: After = None,
         worker_logs: WorkerLogs = True,
         client_logs: ClientLogs = True,
         events: Events = False,
@@ -348,9 +411,9 @@ class SessionLogFields:
         text: Text = None,
         role: Role = None,
         pod: PodName = None,
-        order: LogOrder = LogOrder.OLDEST_FIRST,
+        order: Order = LogOrder.OLDEST_FIRST,
         first: First = None,
-        after: str | None = None,
+        after: After = None,
         worker_logs: WorkerLogs = True,
         client_logs: ClientLogs = True,
     ) -> LogConnection | None:
@@ -376,9 +439,9 @@ class PodLogFields:
         until: Until = None,
         severity: Severity = None,
         text: Text = None,
-        order: LogOrder = LogOrder.OLDEST_FIRST,
+        order: Order = LogOrder.OLDEST_FIRST,
         first: First = None,
-        after: str | None = None,
+        after: After = None,
     ) -> LogConnection | None:
         args = _args(since, until, severity, text, order, first, after)
         pod = cast("Pod", self)

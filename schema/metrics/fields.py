@@ -22,13 +22,17 @@ from openrl_inspect.schema.metrics.types import (
     ACTIVITY_WINDOW_S,
     DUTY_WINDOW_S,
     VLLM_WINDOW_S,
+    ChartMetric,
     GpuActivity,
     GpuChartMetric,
     GpuDuty,
     GpuSeries,
     NodeDuty,
     PlacementWindow,
+    RangeEnd,
+    RangeStart,
     SamplerStats,
+    Step,
     VllmStats,
     VllmWindow,
     Window,
@@ -180,17 +184,19 @@ class GpuMetricsFields:
     async def series(
         self,
         info: Info,
-        metric: GpuChartMetric = GpuChartMetric.DUTY,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        step: float | None = None,
+        metric: ChartMetric = GpuChartMetric.DUTY,
+        start: RangeStart = None,
+        end: RangeEnd = None,
+        step: Step = None,
     ) -> GpuSeries | None:
         dev = cast(_Device, self)
         key = metrics_reads.device_key(dev.uuid, dev.node_name, dev.index)
         if key is None:
             return None
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        name = cast(str, metric.value)
         rec = await metrics_reads.gpu_series(
-            info.context, key, metric.value, epoch(start), epoch(end), step
+            info.context, key, name, epoch(start), epoch(end), step
         )
         return GpuSeries.from_record(rec)
 

@@ -4,17 +4,22 @@ operators' guarded raw PromQL."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, cast
 
 import strawberry
 from openrl_inspect.resolvers.metrics import reads as metrics_reads
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.types import (
     DUTY_WINDOW_S,
+    ChartMetric,
     GpuChartMetric,
     GpuDuty,
     GpuSeries,
     NodeDuty,
+    RangeEnd,
+    RangeStart,
     RawQueryResult,
+    Step,
     Window,
     epoch,
 )
@@ -29,7 +34,10 @@ class MetricsQuery:
     async def gpu_duty(
         self,
         info: Info,
-        uuids: list[str],
+        uuids: Annotated[
+            list[str],
+            strawberry.argument(description="GPU device UUIDs (each 1 to 256 characters)."),
+        ],
         window_seconds: Window = DUTY_WINDOW_S,
     ) -> list[GpuDuty] | None:
         found = await metrics_reads.gpu_duty(info.context, uuids, window_seconds)
@@ -43,14 +51,16 @@ class MetricsQuery:
     async def gpu_series(
         self,
         info: Info,
-        uuid: str,
-        metric: GpuChartMetric = GpuChartMetric.DUTY,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        step: float | None = None,
+        uuid: Annotated[str, strawberry.argument(description="The GPU's device UUID.")],
+        metric: ChartMetric = GpuChartMetric.DUTY,
+        start: RangeStart = None,
+        end: RangeEnd = None,
+        step: Step = None,
     ) -> GpuSeries | None:
+        # strawberry.enum made each value its plain string (typed as its enum_value).
+        name = cast(str, metric.value)
         rec = await metrics_reads.gpu_series(
-            info.context, uuid, metric.value, epoch(start), epoch(end), step
+            info.context, uuid, name, epoch(start), epoch(end), step
         )
         return GpuSeries.from_record(rec)
 
@@ -60,7 +70,13 @@ class MetricsQuery:
     async def node_duty(
         self,
         info: Info,
-        nodes: list[str],
+        nodes: Annotated[
+            list[str],
+            strawberry.argument(
+                description=f"Node names, at most {metrics_reads.MAX_GPUS:,} "
+                "(each 1 to 256 characters)."
+            ),
+        ],
         window_seconds: Window = DUTY_WINDOW_S,
     ) -> list[NodeDuty] | None:
         found = await metrics_reads.node_duty(info.context, nodes, window_seconds)
@@ -76,11 +92,42 @@ class MetricsQuery:
     async def prometheus_query(
         self,
         info: Info,
-        query: str,
-        time: datetime | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        step: float | None = None,
+        query: Annotated[
+            str,
+            strawberry.argument(
+                description="The PromQL, non-empty, at most "
+                "OPENRL_INSPECT_PROMETHEUS_RAW_MAX_QUERY_BYTES (4,096) bytes."
+            ),
+        ],
+        time: Annotated[
+            datetime | None,
+            strawberry.argument(
+                description="Instant query: evaluate at (default now; not with a range)."
+            ),
+        ] = None,
+        start: Annotated[
+            datetime | None,
+            strawberry.argument(
+                description="Range query: its start, within "
+                "OPENRL_INSPECT_PROMETHEUS_RAW_MAX_AGE_S (31 days) of now."
+            ),
+        ] = None,
+        end: Annotated[
+            datetime | None,
+            strawberry.argument(
+                description="Range query: its end (default now); at most "
+                "OPENRL_INSPECT_PROMETHEUS_RAW_MAX_RANGE_S (1 day) after `start`."
+            ),
+        ] = None,
+        step: Annotated[
+            float | None,
+            strawberry.argument(
+                description="Range query: seconds between points, at least "
+                "OPENRL_INSPECT_PROMETHEUS_RAW_MIN_STEP_S (15) and at most "
+                "OPENRL_INSPECT_PROMETHEUS_RAW_MAX_POINTS (1,100) points; default: the "
+                "smallest within both."
+            ),
+        ] = None,
     ) -> RawQueryResult | None:
         rec = await metrics_reads.prometheus_query(
             info.context, query, epoch(time), epoch(start), epoch(end), step

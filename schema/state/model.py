@@ -10,7 +10,7 @@ from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.logs.types import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.shown import shown, shows
@@ -35,7 +35,11 @@ PlacementT = Annotated["Placement", strawberry.lazy("openrl_inspect.schema.state
 
 
 @shows(ModelRecord)
-@strawberry.type
+@strawberry.type(
+    description="A model: one LoRA training run on a base model, driven by ops step after "
+    "step; its record is OpenRL's model hash in Redis, the cluster and metrics fields "
+    "follow it to Kubernetes, Prometheus and Cloud Logging."
+)
 class Model(
     ModelSummaryFields,
     ModelClusterFields,
@@ -44,16 +48,26 @@ class Model(
     ModelSamplingFields,
     ModelEventFields,
 ):
-    id: strawberry.ID
-    session_id: strawberry.ID
-    base_model: str
-    state: ModelState
-    state_since: datetime | None
-    created_at: datetime | None
+    id: strawberry.ID = strawberry.field(description="OpenRL's model id (Redis).")
+    session_id: strawberry.ID = strawberry.field(
+        description="The id of the session that created it (Redis)."
+    )
+    base_model: str = strawberry.field(
+        description="The base model the LoRA adapter trains on, as the client named it."
+    )
+    state: ModelState = strawberry.field(description="Its lifecycle state now (Redis).")
+    state_since: datetime | None = strawberry.field(
+        description="When it entered `state` (UTC); null when not recorded."
+    )
+    created_at: datetime | None = strawberry.field(
+        description="When OpenRL created it (UTC); null when not recorded."
+    )
     transitions: list[StateTransition] = strawberry.field(
         description="The last time the model entered each state, in time order."
     )
-    failure_reason: str | None
+    failure_reason: str | None = strawberry.field(
+        description="Why OpenRL marked it failed, verbatim (up to 64 KiB); null unless FAILED."
+    )
     latest_step: int | None = strawberry.field(description="Highest step number recorded.")
     step_count: int = strawberry.field(description="Steps taken (steps are numbered from 0).")
     kept_steps: int = strawberry.field(description="Steps still kept after retention trimming.")
@@ -65,7 +79,10 @@ class Model(
     def lora(self) -> JSON:
         return as_json(self._lora.value())
 
-    @strawberry.field
+    @strawberry.field(
+        description="The training settings the client gave (learning rate, batch size...), "
+        "as stored in Redis."
+    )
     def settings(self) -> JSON:
         return as_json(self._settings.value())
 
@@ -91,20 +108,24 @@ class Model(
             _settings=rec.settings,
         )
 
-    @strawberry.field
+    @strawberry.field(description="The session that created it; null when its record is gone.")
     async def session(self, info: Info) -> SessionT | None:
         rec = await info.context.state.sessions.load(self.session_id)
         return shown(rec) if rec else None
 
     @strawberry.field(description="Steps, newest first.")
     async def steps(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[StepT]:
         page = await state_reads.model_steps(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="One step by number; null when not kept.")
-    async def step(self, info: Info, number: int) -> StepT | None:
+    async def step(
+        self,
+        info: Info,
+        number: Annotated[int, strawberry.argument(description="The step number, from 0.")],
+    ) -> StepT | None:
         rec = await state_reads.model_step(info.context, self.id, number)
         return shown(rec) if rec else None
 
@@ -113,21 +134,21 @@ class Model(
         "and lost ops (see Op.health)."
     )
     async def open_ops(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[OpT]:
         page = await state_reads.open_ops(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Workers that served this model, most recently seen first.")
     async def workers(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[WorkerT]:
         page = await state_reads.model_workers(info.context, self.id, first, after)
         return Connection.of(page, shown)
 
     @strawberry.field(description="Placements recorded in Redis (history), newest first.")
     async def placements(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[PlacementT]:
         page = await state_reads.placements(info.context, self.id, first, after)
         return Connection.of(page, shown)

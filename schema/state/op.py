@@ -21,29 +21,49 @@ WorkerT = Annotated["Worker", strawberry.lazy("openrl_inspect.schema.state.worke
 
 
 @shows(OpRecord)
-@strawberry.type
+@strawberry.type(
+    description="One request a client made of a model (forward_backward, optim_step, "
+    "sample...), OpenRL's op hash in Redis."
+)
 class Op:
-    id: strawberry.ID
-    model_id: strawberry.ID
-    kind: str
-    step: int | None
+    id: strawberry.ID = strawberry.field(description="OpenRL's op id.")
+    model_id: strawberry.ID = strawberry.field(description="The model it was made of.")
+    kind: str = strawberry.field(
+        description="What it asked for: forward_backward, optim_step, sample..."
+    )
+    step: int | None = strawberry.field(
+        description="The step number it belongs to; null when it belongs to none."
+    )
     status: str = strawberry.field(
         description="accepted, queued, running, succeeded, failed or cancelled."
     )
-    accepted_at: datetime | None
-    enqueued_at: datetime | None
-    started_at: datetime | None
-    finished_at: datetime | None
-    queue_wait_seconds: float | None = strawberry.field(
-        description="From enqueued (or accepted) to started."
+    accepted_at: datetime | None = strawberry.field(description="When OpenRL accepted it (UTC).")
+    enqueued_at: datetime | None = strawberry.field(
+        description="When it was queued for a worker (UTC); null if never queued."
     )
-    duration_seconds: float | None = strawberry.field(description="From started to finished.")
-    worker_id: str | None
-    error: str | None
+    started_at: datetime | None = strawberry.field(
+        description="When a worker started it (UTC); null until then."
+    )
+    finished_at: datetime | None = strawberry.field(
+        description="When it finished, whatever the outcome (UTC); null until then."
+    )
+    queue_wait_seconds: float | None = strawberry.field(
+        description="From enqueued (or accepted) to started, seconds; null until started."
+    )
+    duration_seconds: float | None = strawberry.field(
+        description="From started to finished, seconds; null until finished."
+    )
+    worker_id: str | None = strawberry.field(
+        description="The worker that took it; null until one did."
+    )
+    error: str | None = strawberry.field(
+        description="The error it failed with, verbatim (text past 64 KiB is cut); null "
+        "unless it failed."
+    )
 
     _record: strawberry.Private[OpRecord]
 
-    @strawberry.field
+    @strawberry.field(description="Metrics the worker reported for it (loss, tokens...).")
     def metrics(self) -> JSON:
         return as_json(self._record.metrics.value())
 
@@ -74,12 +94,12 @@ class Op:
     async def health(self, info: Info) -> OpHealth:
         return OpHealth(await state_reads.op_health(info.context, self._record))
 
-    @strawberry.field
+    @strawberry.field(description="The worker that took it; null when none or its record is gone.")
     async def worker(self, info: Info) -> WorkerT | None:
         rec = await state_reads.worker_of(info.context, self.worker_id)
         return shown(rec) if rec else None
 
-    @strawberry.field
+    @strawberry.field(description="The model it was made of.")
     async def model(self, info: Info) -> ModelT | None:
         rec = await state_reads.model_of(info.context, self.model_id)
         return shown(rec) if rec else None

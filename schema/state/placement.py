@@ -13,17 +13,24 @@ from openrl_inspect.state.records import PlacementRecord
 
 
 @shows(PlacementRecord)
-@strawberry.type(description="A placement as recorded in Redis (history, not live state).")
+@strawberry.type(
+    description="Where Kueue put a model (Workload, node, pods, GPUs), as the placement "
+    "tracker recorded it in Redis: history that outlives the pods, not live state."
+)
 class Placement(PlacementClusterFields, PlacementMetricsFields):
-    id: strawberry.ID
-    model_id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description="The placement's id.")
+    model_id: strawberry.ID = strawberry.field(description="The model placed.")
     workload: str = strawberry.field(description="The Kueue Workload's name.")
-    namespace: str
-    pods: list[str]
-    node: str
+    namespace: str = strawberry.field(description="The Kubernetes namespace of its objects.")
+    pods: list[str] = strawberry.field(description="Names of the pods it started.")
+    node: str = strawberry.field(description="The node its pods ran on.")
     gpu_ids: list[str] = strawberry.field(description="GPU device UUIDs it was given.")
-    admitted_at: datetime | None
-    released_at: datetime | None
+    admitted_at: datetime | None = strawberry.field(
+        description="When Kueue admitted the Workload (UTC)."
+    )
+    released_at: datetime | None = strawberry.field(
+        description="When its GPUs were released (UTC); null while still held."
+    )
     held_seconds: float | None = strawberry.field(
         description="From admitted to released; null while still held."
     )

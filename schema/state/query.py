@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, ModelState, SessionState
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.state.model import Model
 from openrl_inspect.schema.state.op import Op
 from openrl_inspect.schema.state.session import Session
 from openrl_inspect.schema.state.worker import Worker
+
+# OpenRL's ids (``state.keys.valid_id``); another is BAD_INPUT.
+ID_FORMAT = "1 to 128 of letters, digits and `._:@/-`, not starting with a symbol"
+SessionId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The session's id ({ID_FORMAT}).")
+]
+ModelId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The model's id ({ID_FORMAT}).")
+]
+OpId = Annotated[strawberry.ID, strawberry.argument(description=f"The op's id ({ID_FORMAT}).")]
+WorkerId = Annotated[
+    strawberry.ID, strawberry.argument(description=f"The worker's id ({ID_FORMAT}).")
+]
 
 
 @strawberry.type
@@ -18,39 +33,45 @@ class StateQuery:
     async def sessions(
         self,
         info: Info,
-        state: SessionState = SessionState.LIVE,
-        first: int | None = None,
-        after: str | None = None,
+        state: Annotated[
+            SessionState, strawberry.argument(description="Which sessions: LIVE or CLOSED.")
+        ] = SessionState.LIVE,
+        first: First = None,
+        after: After = None,
     ) -> Connection[Session]:
         page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
         return Connection.of(page, Session.from_record)
 
     @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
     async def models(
-        self, info: Info, state: ModelState, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        state: Annotated[ModelState, strawberry.argument(description="The state to list.")],
+        first: First = None,
+        after: After = None,
     ) -> Connection[Model]:
         page = await state_reads.models_in_state(info.context, state, first, after)
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")
-    async def session(self, info: Info, id: strawberry.ID) -> Session | None:
+    async def session(self, info: Info, id: SessionId) -> Session | None:
         return Session.from_record(await state_reads.session(info.context, id))
 
     @strawberry.field(description="A model by id; null with a NOT_FOUND error when unknown.")
-    async def model(self, info: Info, id: strawberry.ID) -> Model | None:
+    async def model(self, info: Info, id: ModelId) -> Model | None:
         return Model.from_record(await state_reads.model(info.context, id))
 
     @strawberry.field(description="An op by id, wherever its model is.")
-    async def op(self, info: Info, id: strawberry.ID) -> Op | None:
+    async def op(self, info: Info, id: OpId) -> Op | None:
         return Op.from_record(await state_reads.op(info.context, id))
 
-    @strawberry.field
-    async def worker(self, info: Info, id: strawberry.ID) -> Worker | None:
+    @strawberry.field(description="A worker by id; null with a NOT_FOUND error when unknown.")
+    async def worker(self, info: Info, id: WorkerId) -> Worker | None:
         return Worker.from_record(await state_reads.worker(info.context, id))
 
     @strawberry.field(description="Workers by latest heartbeat, newest first.")
     async def workers(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[Worker]:
         page = await state_reads.workers(info.context, first, after)
         return Connection.of(page, Worker.from_record)

@@ -15,7 +15,7 @@ from openrl_inspect.resolvers.state import sampling_reads
 from openrl_inspect.resolvers.state.sampling import BatchBasics
 from openrl_inspect.resolvers.state.sampling import SamplingStats as Stats
 from openrl_inspect.schema.common import Info, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.state.records import SamplerBatchRecord
 
 StatsWindow = Annotated[
@@ -33,10 +33,12 @@ class SamplerBatch:
     at: datetime = strawberry.field(description="When the batch ended (when it was recorded).")
     worker: str | None = strawberry.field(description="The sampler worker id, if recorded.")
     op_id: str | None = strawberry.field(description="The `sample` op it served, if recorded.")
-    batch_size: int | None
-    prompt_tokens: int | None
-    generated_tokens: int | None
-    latency_seconds: float | None
+    batch_size: int | None = strawberry.field(description="Requests in the batch, if recorded.")
+    prompt_tokens: int | None = strawberry.field(description="Prompt tokens it read, if recorded.")
+    generated_tokens: int | None = strawberry.field(description="Tokens it generated, if recorded.")
+    latency_seconds: float | None = strawberry.field(
+        description="How long the batch ran, seconds, if recorded."
+    )
     queue_depth: int | None = strawberry.field(description="Requests waiting behind it.")
     tokens_per_second: float | None = strawberry.field(
         description="Its generated tokens over its latency."
@@ -66,8 +68,8 @@ class SamplingBasics:
     """What a set of batches did. Quantiles are by rank; null when no batch said."""
 
     batches_read: int = strawberry.field(description="Batches these numbers are over.")
-    generated_tokens: float
-    prompt_tokens: float
+    generated_tokens: float = strawberry.field(description="Tokens generated, summed.")
+    prompt_tokens: float = strawberry.field(description="Prompt tokens read, summed.")
     tokens_per_second: float | None = strawberry.field(
         description="Generated tokens per wall second: over the span from the first "
         "batch's start to the last one's end (idle time between batches lowers it)."
@@ -76,14 +78,28 @@ class SamplingBasics:
         description="Generated tokens over the batches' summed latency: the rate while "
         "a batch runs."
     )
-    batch_size_median: float | None
-    batch_size_p90: float | None
-    latency_median_seconds: float | None
-    latency_p90_seconds: float | None
-    queue_depth_latest: int | None
-    queue_depth_median: float | None
-    first_batch_at: datetime | None
-    last_batch_at: datetime | None
+    batch_size_median: float | None = strawberry.field(description="Median requests per batch.")
+    batch_size_p90: float | None = strawberry.field(
+        description="90th percentile of requests per batch."
+    )
+    latency_median_seconds: float | None = strawberry.field(
+        description="Median batch latency, seconds."
+    )
+    latency_p90_seconds: float | None = strawberry.field(
+        description="90th percentile of batch latency, seconds."
+    )
+    queue_depth_latest: int | None = strawberry.field(
+        description="Requests waiting behind the newest batch."
+    )
+    queue_depth_median: float | None = strawberry.field(
+        description="Median of the requests waiting behind each batch."
+    )
+    first_batch_at: datetime | None = strawberry.field(
+        description="When the oldest batch read ended (UTC)."
+    )
+    last_batch_at: datetime | None = strawberry.field(
+        description="When the newest batch read ended (UTC)."
+    )
 
     @staticmethod
     def basics(b: BatchBasics) -> dict[str, object]:
@@ -115,9 +131,9 @@ class SamplerWorkerSampling(SamplingBasics):
     "before the window."
 )
 class SamplingStats(SamplingBasics):
-    window_seconds: float
-    window_start: datetime
-    window_end: datetime
+    window_seconds: float = strawberry.field(description="The window's length, seconds.")
+    window_start: datetime = strawberry.field(description="The window's start (UTC).")
+    window_end: datetime = strawberry.field(description="The window's end: the query's now.")
     batches: int = strawberry.field(
         description="Batches in the window, read or not (more than `batchesRead` when `truncated`)."
     )
@@ -130,10 +146,15 @@ class SamplingStats(SamplingBasics):
     workers: list[SamplerWorkerSampling] = strawberry.field(
         description="Per sampler worker, most batches first (bounded)."
     )
-    workers_truncated: bool
+    workers_truncated: bool = strawberry.field(
+        description="More than 50 sampler workers had batches: only the 50 with most are listed."
+    )
     baseline_batches: int = strawberry.field(description="Batches the baseline is over.")
     baseline_since: datetime | None = strawberry.field(description="The earliest baseline batch.")
-    baseline_tokens_per_second: float | None
+    baseline_tokens_per_second: float | None = strawberry.field(
+        description="`tokensPerSecond` over up to 200 batches recorded before the window; "
+        "null with fewer than 10."
+    )
     ratio_to_baseline: float | None = strawberry.field(
         description="`tokensPerSecond` over `baselineTokensPerSecond`; null with too few "
         "batches for a baseline (under 10 before the window, or under 3 in it)."
@@ -187,7 +208,7 @@ class ModelSamplingFields:
 
     @strawberry.field(description="The batches its samplers recorded, newest first.")
     async def sampler_batches(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[SamplerBatch]:
         page = await sampling_reads.sampler_batches(info.context, _own_id(self), first, after)
         return Connection.of(page, SamplerBatch.from_record)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, SessionState, as_json, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.schema.shown import shown, shows
@@ -24,14 +24,23 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 
 @shows(SessionRecord)
-@strawberry.type
+@strawberry.type(
+    description="A client's session with OpenRL, under which it creates models; OpenRL's "
+    "session hash in Redis."
+)
 class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
-    id: strawberry.ID
-    owner: str
-    created_at: datetime | None
-    last_activity_at: datetime | None
-    state: SessionState
-    closed_at: datetime | None
+    id: strawberry.ID = strawberry.field(description="OpenRL's session id (Redis).")
+    owner: str = strawberry.field(description="Who opened it, as OpenRL recorded it.")
+    created_at: datetime | None = strawberry.field(
+        description="When it was opened (UTC); null when not recorded."
+    )
+    last_activity_at: datetime | None = strawberry.field(
+        description="Its last activity (UTC), as OpenRL recorded it."
+    )
+    state: SessionState = strawberry.field(description="LIVE or CLOSED (Redis).")
+    closed_at: datetime | None = strawberry.field(
+        description="When it was closed (UTC); null while LIVE."
+    )
 
     _client: strawberry.Private[JsonField]
 
@@ -53,7 +62,7 @@ class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
 
     @strawberry.field(description="Models created under this session, newest first.")
     async def models(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self, info: Info, first: First = None, after: After = None
     ) -> Connection[ModelT]:
         page = await state_reads.session_models(info.context, self.id, first, after)
         return Connection.of(page, shown)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, as_json, span, ts
-from openrl_inspect.schema.connection import Connection
+from openrl_inspect.schema.connection import After, Connection, First
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import StepRecord
@@ -21,14 +21,23 @@ OpT = Annotated["Op", strawberry.lazy("openrl_inspect.schema.state.op")]
 
 
 @shows(StepRecord)
-@strawberry.type
+@strawberry.type(
+    description="One training step of a model: the ops it ran for that step number and "
+    "the metrics the client reported (OpenRL's step hash in Redis)."
+)
 class Step:
-    model_id: strawberry.ID
-    number: int
-    started_at: datetime | None
-    finished_at: datetime | None
-    duration_seconds: float | None
-    op_count: int
+    model_id: strawberry.ID = strawberry.field(description="The model it belongs to.")
+    number: int = strawberry.field(description="The step number, from 0.")
+    started_at: datetime | None = strawberry.field(
+        description="When its first op arrived (UTC), as OpenRL recorded it."
+    )
+    finished_at: datetime | None = strawberry.field(
+        description="When it finished (UTC); null while it runs."
+    )
+    duration_seconds: float | None = strawberry.field(
+        description="From started to finished, seconds; null while it runs."
+    )
+    op_count: int = strawberry.field(description="Ops recorded for this step.")
 
     _metrics: strawberry.Private[JsonField]
 
@@ -49,8 +58,6 @@ class Step:
         )
 
     @strawberry.field(description="The step's ops in the order they were accepted.")
-    async def ops(
-        self, info: Info, first: int | None = None, after: str | None = None
-    ) -> Connection[OpT]:
+    async def ops(self, info: Info, first: First = None, after: After = None) -> Connection[OpT]:
         page = await state_reads.step_ops(info.context, self.model_id, self.number, first, after)
         return Connection.of(page, shown)

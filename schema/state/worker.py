@@ -21,16 +21,22 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 
 @shows(WorkerRecord)
-@strawberry.type
+@strawberry.type(
+    description="A trainer or sampler process, known by the heartbeats it writes to Redis."
+)
 class Worker(WorkerClusterFields, WorkerMetricsFields):
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description="OpenRL's worker id.")
     role: str = strawberry.field(description="trainer or sampler.")
-    pod: str
-    node: str
-    model_id: strawberry.ID | None
-    gpu_ids: list[str]
-    started_at: datetime | None
-    last_heartbeat_at: datetime | None
+    pod: str = strawberry.field(description="The pod it runs in, as it reported (name only).")
+    node: str = strawberry.field(description="The Kubernetes node it runs on, as it reported.")
+    model_id: strawberry.ID | None = strawberry.field(
+        description="The model it serves now; null when it serves none."
+    )
+    gpu_ids: list[str] = strawberry.field(description="The GPU UUIDs it reported using.")
+    started_at: datetime | None = strawberry.field(description="When it started (UTC).")
+    last_heartbeat_at: datetime | None = strawberry.field(
+        description="Its last heartbeat (UTC); null when none was recorded."
+    )
 
     _record: strawberry.Private[WorkerRecord]
 
@@ -57,11 +63,14 @@ class Worker(WorkerClusterFields, WorkerMetricsFields):
         at = self._record.last_heartbeat_at
         return None if at is None else max(0.0, info.context.now - at)
 
-    @strawberry.field(description="True while heartbeats are fresher than the stale threshold.")
+    @strawberry.field(
+        description="True while its last heartbeat is at most "
+        "OPENRL_INSPECT_JUDGEMENT_HEARTBEAT_STALE_S (30 s unless set) old."
+    )
     def alive(self, info: Info) -> bool:
         return state_reads.worker_alive(info.context, self._record)
 
-    @strawberry.field
+    @strawberry.field(description="The model it serves now; null when none.")
     async def model(self, info: Info) -> ModelT | None:
         rec = await state_reads.model_of(info.context, self.model_id)
         return shown(rec) if rec else None

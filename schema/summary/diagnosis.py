@@ -15,15 +15,58 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Cause as CauseRecord
 from openrl_inspect.resolvers.diagnosis import Fact as FactRecord
 from openrl_inspect.resolvers.diagnosis import LogSearch, Lookup, Unknown
-from openrl_inspect.schema.common import as_json, ts
+from openrl_inspect.schema.common import as_json, domain_enum, ts
 from strawberry.scalars import JSON
 
 CauseKind = domain.CauseKind
-strawberry.enum(
+domain_enum(
     CauseKind,
     name="CauseKind",
     description="What a cause is: why a model is slow, stuck, waiting or dead "
     "(the README's table of causes says what each means and carries).",
+    values={
+        CauseKind.NOT_QUEUED: "No Kueue Workload for the model's job, or only finished "
+        "ones (Kubernetes).",
+        CauseKind.WORKLOAD_INACTIVE: "Its Kueue Workload is deactivated (`spec.active` false).",
+        CauseKind.QUOTA: "Short of quota in its ClusterQueue (the Workload's QuotaReserved "
+        "condition): resource, flavor, shortfall, queue position.",
+        CauseKind.INADMISSIBLE: "Kueue cannot admit its Workload (no such queue, a stopped "
+        "ClusterQueue...).",
+        CauseKind.ADMISSION_CHECK: "Quota is reserved; the Workload's admission checks are "
+        "pending.",
+        CauseKind.PREEMPTED: "Kueue preempted its Workload (Preempted condition) and took "
+        "its GPUs back.",
+        CauseKind.EVICTED: "Its Workload was evicted (Evicted condition).",
+        CauseKind.UNSCHEDULABLE: "The scheduler cannot place a pod (PodScheduled false, "
+        "Unschedulable).",
+        CauseKind.CLAIM_UNALLOCATED: "A DRA ResourceClaim of its pods is not allocated.",
+        CauseKind.WAITING_OTHER: "Pending, gated or starting: the top wait reason's message.",
+        CauseKind.OOM_KILLED: "A container was killed for memory (OOMKilled, exit 137), "
+        "from the pod's container statuses and the node's events.",
+        CauseKind.CRASH_LOOP: "A container keeps exiting (CrashLoopBackOff, or restarts past a "
+        "threshold).",
+        CauseKind.IMAGE_PULL: "A container's image cannot be pulled (ErrImagePull, "
+        "ImagePullBackOff).",
+        CauseKind.CONTAINER_CONFIG: "A container cannot be created or started "
+        "(CreateContainerConfigError, CreateContainerError, RunContainerError).",
+        CauseKind.POD_FAILED: "A pod is in phase Failed.",
+        CauseKind.GPU_UNHEALTHY: "A GPU under the model carries a DRA device taint "
+        "(ResourceSlice or DeviceTaintRule).",
+        CauseKind.MODEL_FAILED: "OpenRL marked the model failed (Redis).",
+        CauseKind.WORKER_LOST: "A worker stopped heartbeating and none replaced it (Redis).",
+        CauseKind.OPS_LOST: "Open ops on a silent worker: nobody will finish them (Redis).",
+        CauseKind.OP_STUCK: "Ops running past the stuck threshold on a live worker (Redis).",
+        CauseKind.OP_FAILED: "Ops failed in the recent steps (Redis).",
+        CauseKind.STALLED: "No step for far longer than the model's steps take (Redis).",
+        CauseKind.IDLE_RESERVATION: "GPUs held while their DCGM duty stays low and no op "
+        "runs (Redis placements, Prometheus).",
+        CauseKind.SAMPLER_SLOW: "Sampler tokens/s below its own baseline (Redis sampler batches).",
+        CauseKind.TRAINER_SLOW: "`forward_backward` or `optim_step` slower than the model's "
+        "own baseline (Redis ops).",
+        CauseKind.CLIENT_BOUND: "Workers idle between ops, waiting on the client (Redis ops).",
+        CauseKind.PACE_REGRESSION: "Recent steps slower than the model's earlier steps "
+        "(Redis steps).",
+    },
 )
 
 Describe = Callable[[LogQuery], tuple[str, str | None]]
@@ -45,8 +88,8 @@ def facts_json(facts: tuple[FactRecord, ...]) -> JSON:
 
 @strawberry.type(description="A pod, by namespace and name.")
 class PodRef:
-    namespace: str
-    name: str
+    namespace: str = strawberry.field(description="The pod's Kubernetes namespace.")
+    name: str = strawberry.field(description="The pod's name.")
 
     @classmethod
     def of(cls, key: ObjectKey) -> PodRef:
@@ -58,9 +101,11 @@ class PodRef:
     "(`next.pods`)."
 )
 class LogHint:
-    start: datetime
-    end: datetime
-    containers: list[str]
+    start: datetime = strawberry.field(description="The window's start (UTC): pass as `since`.")
+    end: datetime = strawberry.field(description="The window's end (UTC): pass as `until`.")
+    containers: list[str] = strawberry.field(
+        description="The containers whose lines matter; empty: all of them."
+    )
     severity: str | None = strawberry.field(description="A severity floor, when one helps.")
     include_events: bool = strawberry.field(
         description="The pods' Kubernetes Events belong with the lines (`logs(events: true)`)."
@@ -105,9 +150,11 @@ def log_hint(model_id: str, s: LogSearch, describe: Describe | None) -> LogHint:
 
 @strawberry.type(description="What to open next to confirm a cause.")
 class NextLook:
-    logs: LogHint | None
-    pods: list[PodRef]
-    nodes: list[str]
+    logs: LogHint | None = strawberry.field(
+        description="Where to read logs next; null when logs would not help."
+    )
+    pods: list[PodRef] = strawberry.field(description="The pods to look at (Kubernetes).")
+    nodes: list[str] = strawberry.field(description="The nodes to look at (Kubernetes).")
     graphql: str | None = strawberry.field(description="A query of this API that drills in.")
 
     @classmethod
@@ -122,16 +169,18 @@ class NextLook:
 
 @strawberry.type(description="One reason a model is slow, stuck, waiting or dead.")
 class Cause:
-    kind: CauseKind
+    kind: CauseKind = strawberry.field(description="What the cause is.")
     rank: int = strawberry.field(description="1 is the most blocking.")
     statement: str = strawberry.field(description="One line, with its numbers.")
-    since: datetime | None
+    since: datetime | None = strawberry.field(
+        description="Since when it holds (UTC); null when unknown."
+    )
     facts: JSON = strawberry.field(
         description="Its evidence, name -> value: ids, numbers, times (ISO 8601); names "
         "ending in `_s` are seconds, `ratio`/`share`/`duty` 0..1."
     )
     refs: list[str] = strawberry.field(description='The objects it is about ("Pod ns/name").')
-    next: NextLook
+    next: NextLook = strawberry.field(description="What to open next to confirm it.")
 
     @classmethod
     def from_record(cls, model_id: str, c: CauseRecord, describe: Describe | None) -> Cause:
@@ -148,9 +197,12 @@ class Cause:
 
 @strawberry.type(description="A backend whose causes could not be judged, and why.")
 class UnknownBackend:
-    backend: str
-    code: str
-    message: str
+    backend: str = strawberry.field(description="redis, kubernetes, prometheus or cloud_logging.")
+    code: str = strawberry.field(
+        description="The error code a field of that backend would give "
+        "(BACKEND_NOT_CONFIGURED, BACKEND_UNAVAILABLE...)."
+    )
+    message: str = strawberry.field(description="Why, in words (at most 160 characters).")
 
     @classmethod
     def from_record(cls, u: Unknown) -> UnknownBackend:

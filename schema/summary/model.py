@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 from openrl_inspect.core import domain
@@ -11,31 +12,58 @@ from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary import model as summary_model
-from openrl_inspect.schema.common import Info, ts
+from openrl_inspect.schema.common import Info, domain_enum, ts
 from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 
 Verdict = domain.Verdict
-strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
+domain_enum(
+    Verdict,
+    name="Verdict",
+    description="A model's condition, most serious first, judged from Redis state "
+    "(causes from other backends never make it worse than the state shows).",
+    values={
+        Verdict.FAILED: "OpenRL marked the model failed.",
+        Verdict.LOST_OPS: "Some open op is LOST: started on a worker that stopped heartbeating.",
+        Verdict.STUCK: "Some open op is STUCK: running past the stuck threshold.",
+        Verdict.STALLED: "Active, but no step finished for over 10 of its median steps "
+        "(and at least 120 s).",
+        Verdict.WAITING: "Waiting for GPUs or for its workers (state WAITING or PLACED).",
+        Verdict.IDLE: "Active, but no step has finished yet.",
+        Verdict.SLOW: "Progressing, but a slow cause was found (trainer, sampler, client, "
+        "pace regression or an idle reservation).",
+        Verdict.PROGRESSING: "Active and finishing steps at its usual pace.",
+        Verdict.ENDED: "Training ended normally.",
+    },
+)
 
 
-@strawberry.type
+@strawberry.type(
+    description="The ops of one kind over the summary's steps (Redis), the 12 most "
+    "frequent kinds at most."
+)
 class OpKindStats:
-    kind: str
-    count: int
-    failed: int
-    median_duration_seconds: float | None
-    p90_duration_seconds: float | None
-    median_queue_wait_seconds: float | None
+    kind: str = strawberry.field(description="The op kind (forward_backward, optim_step...).")
+    count: int = strawberry.field(description="Ops of this kind in the steps considered.")
+    failed: int = strawberry.field(description="Of those, ops with status failed.")
+    median_duration_seconds: float | None = strawberry.field(
+        description="Median from started to finished, seconds; null when none finished."
+    )
+    p90_duration_seconds: float | None = strawberry.field(
+        description="90th percentile from started to finished, seconds."
+    )
+    median_queue_wait_seconds: float | None = strawberry.field(
+        description="Median from enqueued (or accepted) to started, seconds."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="The failed op that finished last, as a summary quotes it.")
 class OpError:
-    op_id: strawberry.ID
-    kind: str
-    step: int | None
-    error: str
-    at: datetime | None
+    op_id: strawberry.ID = strawberry.field(description="The op's id (see `op(id:)`).")
+    kind: str = strawberry.field(description="The op's kind.")
+    step: int | None = strawberry.field(description="Its step number, if it had one.")
+    error: str = strawberry.field(description="Its error, cut to 300 characters.")
+    at: datetime | None = strawberry.field(description="When it finished (UTC).")
 
 
 @strawberry.type(
@@ -43,7 +71,7 @@ class OpError:
     "one verdict and the ranked causes, from every backend."
 )
 class ModelSummary:
-    verdict: Verdict
+    verdict: Verdict = strawberry.field(description="The model's condition now.")
     reasons: list[str] = strawberry.field(
         description="Why, most serious first: the causes' statements (or the verdict in "
         "words), then the backends that could not be judged."
@@ -56,23 +84,46 @@ class ModelSummary:
     unknown: list[UnknownBackend] = strawberry.field(
         description="Backends not configured or failing: their causes are unknown, not absent."
     )
-    steps_considered: int
-    steps_per_minute: float | None
-    median_step_seconds: float | None
-    last_step_at: datetime | None
-    seconds_since_last_step: float | None
+    steps_considered: int = strawberry.field(
+        description="Steps read: the newest `steps` kept in Redis (fewer if fewer are kept)."
+    )
+    steps_per_minute: float | None = strawberry.field(
+        description="Finished steps per minute, from the first one's start to the last "
+        "one's end; null with no finished step."
+    )
+    median_step_seconds: float | None = strawberry.field(
+        description="Median duration of the finished steps, seconds."
+    )
+    last_step_at: datetime | None = strawberry.field(
+        description="When the newest finished step ended (UTC)."
+    )
+    seconds_since_last_step: float | None = strawberry.field(
+        description="From `lastStepAt` to now, seconds."
+    )
     waiting_seconds: float | None = strawberry.field(
         description="Time in waiting/placed so far, for a model not running yet."
     )
-    op_kinds: list[OpKindStats]
-    failed_ops: int
-    last_error: OpError | None
-    open_ops: int
-    stuck_ops: int
-    lost_ops: int
-    oldest_open_op_seconds: float | None
-    workers_alive: int
-    workers_total: int
+    op_kinds: list[OpKindStats] = strawberry.field(
+        description="Per op kind over the steps considered (at most 12 kinds)."
+    )
+    failed_ops: int = strawberry.field(description="Failed ops in the steps considered.")
+    last_error: OpError | None = strawberry.field(
+        description="The failed op that finished last among them; null when none failed."
+    )
+    open_ops: int = strawberry.field(description="Ops accepted and not finished (all of them).")
+    stuck_ops: int = strawberry.field(
+        description="STUCK ops among the 100 oldest open ones (see `Op.health`)."
+    )
+    lost_ops: int = strawberry.field(description="LOST ops among the 100 oldest open ones.")
+    oldest_open_op_seconds: float | None = strawberry.field(
+        description="Age of the oldest open op since accepted, seconds; null when none."
+    )
+    workers_alive: int = strawberry.field(
+        description="Of its workers (up to 100, newest first), those heartbeating."
+    )
+    workers_total: int = strawberry.field(
+        description="Workers that served it (up to 100, most recently seen first)."
+    )
 
     @classmethod
     def from_record(
@@ -132,7 +183,17 @@ class ModelSummaryFields:
         description="Pace, failures, stuck and lost ops over the last `steps` steps, "
         "with one verdict. Made for agents: one field instead of walking steps and ops."
     )
-    async def summary(self, info: Info, steps: int = 20) -> ModelSummary:
+    async def summary(
+        self,
+        info: Info,
+        steps: Annotated[
+            int,
+            strawberry.argument(
+                description="How many of the newest steps to judge, 1 to "
+                "OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE (100 unless set)."
+            ),
+        ] = 20,
+    ) -> ModelSummary:
         if not 1 <= steps <= info.context.bounds.max_page_size:
             raise InvalidInput(f"steps must be between 1 and {info.context.bounds.max_page_size}")
         ctx = info.context

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from openrl_inspect.resolvers.summary import model as summary_model
 from openrl_inspect.resolvers.summary import rollup as summary_rollup
+from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.shown import shown
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
@@ -20,15 +21,19 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 @strawberry.type(description="A model in one line: its verdict, its top cause, its pace.")
 class ModelBrief:
-    model: ModelT
-    verdict: Verdict
+    model: ModelT = strawberry.field(description="The model.")
+    verdict: Verdict = strawberry.field(description="Its condition now.")
     top_cause: Cause | None = strawberry.field(description="The most blocking cause.")
     causes: int = strawberry.field(description="How many causes its summary has in all.")
-    steps_per_minute: float | None
-    failed_ops: int
-    lost_ops: int
-    stuck_ops: int
-    waiting_seconds: float | None
+    steps_per_minute: float | None = strawberry.field(
+        description="Finished steps per minute over its last 10 steps; null with none."
+    )
+    failed_ops: int = strawberry.field(description="Failed ops in its last 10 steps.")
+    lost_ops: int = strawberry.field(description="LOST ops among its 100 oldest open ones.")
+    stuck_ops: int = strawberry.field(description="STUCK ops among its 100 oldest open ones.")
+    waiting_seconds: float | None = strawberry.field(
+        description="Time in WAITING or PLACED so far, seconds; null for a model running or done."
+    )
 
     @classmethod
     def from_record(cls, s: summary_model.ModelSummary, describe: Describe | None) -> ModelBrief:
@@ -47,28 +52,34 @@ class ModelBrief:
         )
 
 
-@strawberry.type
+@strawberry.type(description="How many of the summarised models have one verdict.")
 class VerdictCount:
-    verdict: Verdict
-    count: int
+    verdict: Verdict = strawberry.field(description="The verdict.")
+    count: int = strawberry.field(description="Models with it.")
 
 
 @strawberry.type(description="A session's models rolled up over their recent steps.")
 class SessionSummary:
     models: int = strawberry.field(description="Models summarised (one page, newest first).")
     truncated: bool = strawberry.field(description="The session has more models than that.")
-    by_verdict: list[VerdictCount]
+    by_verdict: list[VerdictCount] = strawberry.field(
+        description="Models per verdict, each judged over its last 10 steps."
+    )
     worst: list[ModelBrief] = strawberry.field(
         description="The models that most need a person, each with its top cause."
     )
-    failed_ops: int
-    lost_ops: int
-    stuck_ops: int
+    failed_ops: int = strawberry.field(description="Failed ops in its models' last 10 steps.")
+    lost_ops: int = strawberry.field(description="LOST open ops over its models.")
+    stuck_ops: int = strawberry.field(description="STUCK open ops over its models.")
     steps_per_minute: float | None = strawberry.field(
         description="The moving models' paces added up."
     )
-    median_step_seconds: float | None
-    unknown: list[UnknownBackend]
+    median_step_seconds: float | None = strawberry.field(
+        description="The median of the moving models' median step durations, seconds."
+    )
+    unknown: list[UnknownBackend] = strawberry.field(
+        description="Backends that could not be judged for some model, each once."
+    )
 
     @classmethod
     def from_record(
@@ -90,7 +101,9 @@ class SessionSummary:
 
 @strawberry.type(description="The models that most need a person, most urgent first.")
 class Attention:
-    models: list[ModelBrief]
+    models: list[ModelBrief] = strawberry.field(
+        description="The first `first` models in need, most urgent first."
+    )
     scanned: int = strawberry.field(description="Models judged.")
     needing: int = strawberry.field(description="Of those, how many need a person.")
     truncated: bool = strawberry.field(
@@ -106,7 +119,16 @@ class SessionSummaryFields:
         description="Its models rolled up: counts by verdict, the worst ones with their top "
         "cause, pace, failed, lost and stuck ops. One page of its newest models."
     )
-    async def summary(self, info: Info, worst: int = 5) -> SessionSummary:
+    async def summary(
+        self,
+        info: Info,
+        worst: Annotated[
+            int,
+            strawberry.argument(
+                description=f"How many of the worst models to list, 1 to {MAX_WORST}."
+            ),
+        ] = 5,
+    ) -> SessionSummary:
         ctx = info.context
         found = await summary_rollup.session_summary(ctx, self.id, worst)
         return SessionSummary.from_record(found, ctx.logs.describe)
@@ -119,7 +141,21 @@ class SummaryQuery:
         "stalled, waiting, slow. Judges the newest `scan` models of each live state and "
         "those failed in the last day."
     )
-    async def attention(self, info: Info, first: int = 10, scan: int = 50) -> Attention:
+    async def attention(
+        self,
+        info: Info,
+        first: Annotated[
+            int,
+            strawberry.argument(description=f"How many models to return, 1 to {MAX_WORST}."),
+        ] = 10,
+        scan: Annotated[
+            int,
+            strawberry.argument(
+                description="How many of the newest models of each state to judge, 1 to "
+                "OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE (100 unless set)."
+            ),
+        ] = 50,
+    ) -> Attention:
         ctx = info.context
         found = await summary_rollup.attention(ctx, first, scan)
         return Attention(

@@ -116,6 +116,32 @@ async def test_one_query_walks_placements_pods_node_gpus(world: World) -> None:
             assert [w["status"] for w in got["workloads"]["nodes"]] == ["admitted"]
 
 
+async def test_workload_pods_page_on_with_after(world: World) -> None:
+    model = running(world.sim)[0]
+    query = """query($id: ID!, $after: String) { model(id: $id) { workloads { nodes {
+        pods(first: 1, after: $after) { totalCount truncated
+          pageInfo { hasNextPage hasPreviousPage endCursor } edges { cursor node { name } } }
+    } } } }"""
+    names: list[str] = []
+    after = None
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        for _ in range(4):
+            body = await gql(client, query, id=model.id, after=after)
+            assert "errors" not in body, body
+            (workload,) = body["data"]["model"]["workloads"]["nodes"]
+            page = workload["pods"]
+            names += [e["node"]["name"] for e in page["edges"]]
+            assert page["pageInfo"]["hasPreviousPage"] is (after is not None)
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            assert page["truncated"] and page["totalCount"] is None
+            after = page["edges"][-1]["cursor"]
+            assert after == page["pageInfo"]["endCursor"]
+        bad = await gql(client, query, id=model.id, after="not a cursor")
+    assert names == sorted(w[2] for w in model.workers) and len(names) == 2
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
+
+
 async def test_gpu_query_returns_its_holder(world: World) -> None:
     held = {u: mid for n in world.sim.cluster.nodes for u, mid in n.held.items()}
     free = [g.uuid for n in world.sim.cluster.nodes for g in n.free()]

@@ -390,6 +390,56 @@ async def test_client_lines_merge_in_time_order_and_cursors_cover_both_sides(
     assert all(n["source"]["pod"] is None and n["source"]["modelId"] == mid for n in client_nodes)
 
 
+EDGES = """
+query($id: ID!, $first: Int, $after: String, $order: LogOrder) {
+  model(id: $id) { logs(first: $first, after: $after, order: $order) {
+    totalCount truncated pageInfo { startCursor endCursor hasNextPage }
+    edges { cursor node { time message source { kind } } }
+    nodes { time message source { kind } }
+  } }
+}"""
+
+
+def edge_wants(logs: dict[str, Any]) -> list[Want]:
+    return got({"nodes": [e["node"] for e in logs["edges"]]})
+
+
+@pytest.mark.parametrize("order", ["OLDEST_FIRST", "NEWEST_FIRST"])
+async def test_each_log_edge_has_a_cursor_that_resumes_just_after_its_line(
+    world: World, order: str
+) -> None:
+    mid = world.sim.scenario_ids["failed"]
+    start, end = await failure_window(world, mid)
+    await _plant_client_lines(world, mid, start)
+    # A small byte budget makes the worker side read several pages within one answer.
+    twin = InMemoryLogSource(CloudLoggingSettings(max_bytes=2_000), project="fake-project")
+    twin.append(*world.lines)
+    want = merged(
+        worker_wants(world.lines, mid, start, end),
+        await client_wants(world.redis, mid, start, end),
+        newest_first=order == "NEWEST_FIRST",
+    )
+    async with app_client(world.store, logs=twin) as client:
+        body = await gql(client, EDGES, id=mid, first=20, order=order)
+        assert "errors" not in body, body
+        logs = body["data"]["model"]["logs"]
+        edges = logs["edges"]
+        assert edge_wants(logs) == got(logs) == want[:20]
+        assert logs["truncated"] and logs["totalCount"] is None
+        assert logs["pageInfo"]["startCursor"] == edges[0]["cursor"]
+        for i, edge in enumerate(edges):
+            body = await gql(client, EDGES, id=mid, first=3, after=edge["cursor"], order=order)
+            assert "errors" not in body, body
+            assert got(body["data"]["model"]["logs"]) == want[i + 1 : i + 4], i
+    # Without a byte budget the window fits one page: then its count is known.
+    whole = InMemoryLogSource(project="fake-project")
+    whole.append(*world.lines)
+    async with app_client(world.store, logs=whole) as client:
+        body = await gql(client, EDGES, id=mid, first=100, order=order)
+    logs = body["data"]["model"]["logs"]
+    assert not logs["truncated"] and logs["totalCount"] == len(logs["edges"]) == len(want)
+
+
 async def test_a_cursor_is_refused_for_other_filters_and_windows(world: World) -> None:
     mid = world.sim.scenario_ids["failed"]
     twin = InMemoryLogSource(project="fake-project")
