@@ -3,6 +3,8 @@ label values from a fixed vocabulary, in a registry of its own, behind the right
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -289,3 +291,19 @@ def test_backend_outcomes_keep_their_names_and_codes_stay_bounded() -> None:
     # Past the cap of distinct codes, and anything not shaped like one: OTHER.
     assert samples["OTHER"] == 2 + 100 - (64 - 1)
     assert len(samples) <= 3 + 64 + 1
+
+
+async def test_the_exposition_passes_promtools_lint() -> None:
+    """``promtool check metrics``: Prometheus's own linter of an exposition (names,
+    units, counters ending in _total, help texts)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (scripts/install-test-deps.sh installs it)")
+    async with client_for() as client:
+        await client.post(GRAPHQL, json={"query": "{ sessions(first: 1) { totalCount } }"})
+        await client.get(f"{PREFIX}/models/no-such-model/summary")
+        _, text = await scrape(client)
+    done = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and not done.stderr.strip(), done.stdout + done.stderr
