@@ -44,7 +44,9 @@ class ContainerTermination:
 class Container:
     name: str = strawberry.field(description="The container's name.")
     init: bool = strawberry.field(description="An init container.")
-    state: str = strawberry.field(description="waiting, running, terminated or unknown.")
+    state: str = strawberry.field(
+        description="The container's state: waiting, running, terminated or unknown."
+    )
     ready: bool = strawberry.field(description="It passes its readiness probe (`ready`).")
     restarts: int = strawberry.field(description="Times the kubelet restarted it.")
     restart_count: int = strawberry.field(

@@ -109,7 +109,7 @@ class Workload(WorkloadEventFields):
     )
     active: bool = strawberry.field(description="Its `spec.active` (false: deactivated).")
     status: str = strawberry.field(
-        description="pending, quota_reserved, admitted, evicted, inactive or finished."
+        description="Its state: pending, quota_reserved, admitted, evicted, inactive or finished."
     )
     admitted_at: datetime | None = strawberry.field(
         description="When its Admitted condition became true (UTC); null unless admitted."

@@ -87,7 +87,9 @@ class ModelMetricsFields:
         rec = await metrics_reads.model_gpu_activity(info.context, _own_id(self), window_seconds)
         return GpuActivity.from_record(rec)
 
-    @strawberry.field(description="vLLM stats of the model's sampler pods (its `sampler` workers).")
+    @strawberry.field(
+        description="The vLLM stats of the model's sampler pods (its `sampler` workers)."
+    )
     async def sampling(
         self,
         info: Info,
@@ -154,7 +156,7 @@ class WorkerMetricsFields:
         )
         return [GpuDuty.from_record(r) for r in found]
 
-    @strawberry.field(description="vLLM stats of the worker's pod (samplers); null otherwise.")
+    @strawberry.field(description="The vLLM stats of the worker's pod (samplers); null otherwise.")
     async def vllm(
         self,
         info: Info,

@@ -355,7 +355,9 @@ class RawSeries:
 
 @strawberry.type(description="A raw PromQL answer, capped in series and samples.")
 class RawQueryResult:
-    result_type: str = strawberry.field(description="vector, matrix or scalar.")
+    result_type: str = strawberry.field(
+        description="The PromQL result type: vector, matrix or scalar."
+    )
     series: list[RawSeries] = strawberry.field(
         description="The series, at most OPENRL_INSPECT_PROMETHEUS_RAW_MAX_SERIES (1,000)."
     )

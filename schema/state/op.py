@@ -35,7 +35,7 @@ class Op:
         description="The step number it belongs to; null when it belongs to none."
     )
     status: str = strawberry.field(
-        description="accepted, queued, running, succeeded, failed or cancelled."
+        description="Where the op is: accepted, queued, running, succeeded, failed or cancelled."
     )
     accepted_at: datetime | None = strawberry.field(description="When OpenRL accepted it (UTC).")
     enqueued_at: datetime | None = strawberry.field(

@@ -26,7 +26,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 )
 class Worker(WorkerClusterFields, WorkerMetricsFields):
     id: strawberry.ID = strawberry.field(description="OpenRL's worker id.")
-    role: str = strawberry.field(description="trainer or sampler.")
+    role: str = strawberry.field(description="The worker's role: trainer or sampler.")
     pod: str = strawberry.field(description="The pod it runs in, as it reported (name only).")
     node: str = strawberry.field(description="The Kubernetes node it runs on, as it reported.")
     model_id: strawberry.ID | None = strawberry.field(

@@ -197,7 +197,9 @@ class Cause:
 
 @strawberry.type(description="A backend whose causes could not be judged, and why.")
 class UnknownBackend:
-    backend: str = strawberry.field(description="redis, kubernetes, prometheus or cloud_logging.")
+    backend: str = strawberry.field(
+        description="The backend: redis, kubernetes, prometheus or cloud_logging."
+    )
     code: str = strawberry.field(
         description="The error code a field of that backend would give "
         "(BACKEND_NOT_CONFIGURED, BACKEND_UNAVAILABLE...)."

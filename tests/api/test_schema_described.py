@@ -19,8 +19,11 @@ def undescribed(types: list[dict[str, Any]]) -> list[str]:
     missing: list[str] = []
 
     def check(kind: str, name: str, item: dict[str, Any]) -> None:
-        if not (item.get("description") or "").strip():
+        text = (item.get("description") or "").strip()
+        if not text:
             missing.append(f"{kind} {name}")
+        elif text[0].islower():  # a sentence, as graphql-schema-linter asks
+            missing.append(f"{kind} {name} (not capitalized)")
 
     for t in types:
         name = t["name"]
@@ -59,6 +62,7 @@ def test_the_check_names_what_lacks_a_description() -> None:
             "description": "A thing.",
             "fields": [
                 {"name": "size", "description": " ", "args": [{"name": "unit"}]},
+                {"name": "state", "description": "on or off.", "args": []},
             ],
             "enumValues": None,
         },
@@ -69,6 +73,7 @@ def test_the_check_names_what_lacks_a_description() -> None:
     assert undescribed(bare) == [
         "field Thing.size",
         "argument Thing.size(unit)",
+        "field Thing.state (not capitalized)",
         "type Kind",
         "enum value Kind.A",
     ]
