@@ -179,11 +179,11 @@ class LogEntry:
 class LogFilter:
     key: str = strawberry.field(description="The model id, or namespace/pod.")
     filter: str = strawberry.field(
-        description="The filter the read applied, in the Logging query language (for the "
-        "pods' logs: the equivalent filter)."
+        description="The filter the read applied, in the Logging query language (the "
+        "pods' logs are filtered by the same expression)."
     )
     explorer_url: str | None = strawberry.field(
-        description="A Logs Explorer link for it over the window; null without a project."
+        description="A Logs Explorer link for it over the window; null for the pods' logs."
     )
 
 

@@ -32,10 +32,10 @@ class Step:
         description="When its first op arrived (UTC), as OpenRL recorded it."
     )
     finished_at: datetime | None = strawberry.field(
-        description="When it finished (UTC); null while it runs."
+        description="When the client reported it finished (UTC); null until then."
     )
     duration_seconds: float | None = strawberry.field(
-        description="From started to finished, seconds; null while it runs."
+        description="From started to finished, seconds; null until finished."
     )
     op_count: int = strawberry.field(description="Ops recorded for this step.")
 
