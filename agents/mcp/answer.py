@@ -80,10 +80,24 @@ def fitted(
 Result = Annotated[CallToolResult, ToolAnswer]
 
 
+def failed(answer: ToolAnswer) -> bool:
+    """Whether the answer has nothing to show: no data, or an error at a root field (the
+    model, session, node... asked for is not there). A part missing deeper (a backend
+    down under one field) leaves an answer, with its errors, as REST answers a 200."""
+    return bool(answer.errors) and (
+        answer.data is None or any(e.path is not None and len(e.path) == 1 for e in answer.errors)
+    )
+
+
 def compact(answer: ToolAnswer) -> CallToolResult:
     """The answer as structured content and as compact JSON text: the SDK would indent
     the text, and a client that reads the text alone would pay half as many tokens again
-    as the budget counts."""
+    as the budget counts. An answer with nothing to show sets ``isError`` (``failed``)
+    and keeps its coded errors in both."""
     dump = answer.model_dump(mode="json")
     text = json.dumps(dump, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dump)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=dump,
+        is_error=failed(answer),
+    )

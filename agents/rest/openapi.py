@@ -11,7 +11,7 @@ from typing import Any
 
 from graphql import GraphQLSchema
 from openrl_inspect.agents.rest.routes import SPECS, RouteSpec
-from openrl_inspect.agents.rest.shapes import data_schema
+from openrl_inspect.agents.shapes import data_schema
 from openrl_inspect.execution import Registry
 
 ERROR = {

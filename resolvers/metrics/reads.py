@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from openrl_inspect.adapters.prometheus import (
     CHART_METRICS,
-    MAX_WINDOW_S,
+    # Re-exported: the entries publish it as the bound of `windowSeconds` (agents.limits).
+    MAX_WINDOW_S as MAX_WINDOW_S,
     Activity,
     Duty,
     GpuKey,
