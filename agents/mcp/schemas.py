@@ -63,9 +63,10 @@ def output_schema(tool: str, types: GraphQLSchema, documents: Registry) -> dict[
     if not names:
         data = dict(_ANY)
     else:
+        # Each document's object, or null: one level of alternatives.
         shapes = [data_schema(types, documents[name].text) for name in names]
-        data = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
-        data = {**data, "description": _DATA}
+        objects = [b for s in shapes for b in s["anyOf"] if b.get("type") == "object"]
+        data = {"anyOf": [*objects, {"type": "null"}], "description": _DATA}
     schema["properties"]["data"] = data
     return schema
 

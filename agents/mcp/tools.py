@@ -40,6 +40,8 @@ SessionState = Literal["LIVE", "CLOSED"]
 GRAPHQL_MAX_NODES = 25_000
 GRAPHQL_TOKENS = 4000
 LOGS_CURSOR = "mcp-logs"
+#: Models of each live state `attention` judges (the document's default), within a page.
+ATTENTION_SCAN = 50
 
 ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
 Cursor = Annotated[
@@ -92,6 +94,10 @@ class Tools:
         self.runner = runner
         self.caller = caller
 
+    def _page(self, size: int) -> int:
+        # A tool's own page sizes stay within the server's, whatever it is set to.
+        return min(size, self.runner.settings.bounds.max_page_size)
+
     async def _run(self, ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
         backends, principal = self.caller(ctx)
         document = Request(self.runner.documents[name].text, variables)
@@ -102,7 +108,8 @@ class Tools:
         ctx: Context,
         first: Annotated[int, Field(description="Models to list."), Bound("worst")] = 10,
     ) -> Result:
-        return compact(fitted(await self._run(ctx, "attention", {"first": first}), TOKENS))
+        variables = {"first": first, "scan": self._page(ATTENTION_SCAN)}
+        return compact(fitted(await self._run(ctx, "attention", variables), TOKENS))
 
     async def list_models(
         self,
@@ -122,7 +129,7 @@ class Tools:
                     narrow.models(found.data, owner, session)
                 return found
 
-            return compact(await _paged(page, 20, ("models",), TOKENS))
+            return compact(await _paged(page, self._page(20), ("models",), TOKENS))
 
         async def sessions(n: int) -> Answer:
             found = await self._run(
@@ -132,7 +139,7 @@ class Tools:
                 narrow.inventory(found.data, owner, session)
             return found
 
-        return compact(await _paged(sessions, 10, ("sessions",), TOKENS))
+        return compact(await _paged(sessions, self._page(10), ("sessions",), TOKENS))
 
     async def model_summary(
         self,
@@ -199,7 +206,7 @@ class Tools:
             logs = data["model"]["logs"]
             return codec.encode(LOGS_CURSOR, after, logs["since"], logs["until"])
 
-        return compact(await _paged(page, 50, ("model", "logs"), TOKENS, window))
+        return compact(await _paged(page, self._page(50), ("model", "logs"), TOKENS, window))
 
     # A model's GPUs and a node's are two tools, not one with "exactly one of model_id or
     # node": that needs a oneOf at the input schema's root, which model APIs refuse.
