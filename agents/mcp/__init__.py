@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from openrl_inspect.agents.mcp.tools import Caller, register, tools
+from openrl_inspect.agents.mcp.tools import Caller, register, tools_for
 from openrl_inspect.execution import Runner
 
 INSTRUCTIONS = (
@@ -35,7 +35,7 @@ def build(runner: Runner, caller: Caller) -> MCPServer[Any]:
             title="OpenRL Inspector",
             instructions=INSTRUCTIONS,
             version="1",
-            tools=tools(runner, caller),
+            tools=tools_for(runner, caller),
         )
     finally:
         root.handlers[:] = handlers

@@ -38,7 +38,10 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "graphql": (),
 }
 _DATA = "What the API answered: its GraphQL data (camelCase fields), null when nothing was."
-_ANY = {"type": ["object", "null"], "description": _DATA + " Shaped by the query asked."}
+_ANY: dict[str, Any] = {
+    "type": ["object", "null"],
+    "description": _DATA + " Shaped by the query asked.",
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ def output_schema(tool: str, types: GraphQLSchema, documents: Registry) -> dict[
     """The ``ToolAnswer`` schema with ``data`` typed by the tool's documents."""
     schema = ToolAnswer.model_json_schema()
     names = documents_of(tool, documents)
+    data: dict[str, Any]
     if not names:
         data = dict(_ANY)
     else:

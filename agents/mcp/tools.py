@@ -315,7 +315,7 @@ TOOLS: dict[str, tuple[str, str]] = {
 }
 
 
-def tools(runner: Runner, caller: Caller) -> list[Tool]:
+def tools_for(runner: Runner, caller: Caller) -> list[Tool]:
     """The tools, their input schemas bounded as the server's settings bound them and
     their output schemas typed by the documents they run (``schemas``)."""
     methods = Tools(runner, caller)

@@ -55,7 +55,8 @@ def conforms(tool: Tool, result: CallToolResult) -> dict[str, Any]:
     assert answer is not None, (tool.name, text_of(result))
     assert tool.output_schema is not None
     jsonschema.validate(answer, tool.output_schema, cls=jsonschema.Draft202012Validator)
-    return answer
+    out: dict[str, Any] = answer
+    return out
 
 
 async def known(client: Client) -> dict[str, str]:
