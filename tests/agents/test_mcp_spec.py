@@ -260,3 +260,37 @@ async def test_an_origin_the_server_allows_may_call_it() -> None:
     async with demo_client(http=HttpSettings(cors_origins=("http://ide.local",))) as client:
         allowed = await client.post(f"{PREFIX}/mcp", json=ping, headers=headers)
     assert allowed.status_code == 200, allowed.text
+
+
+# Each tool's argument beside the REST route's parameter that feeds the same GraphQL
+# argument: one limit, published alike.
+SAME_ARGUMENT = {
+    ("attention", "first"): ("/attention", "first"),
+    ("session_summary", "worst"): ("/sessions/{id}/summary", "worst"),
+    ("model_summary", "steps"): ("/models/{id}/summary", "steps"),
+    ("step_timeline", "last"): ("/models/{id}/steps", "first"),
+    ("gpu_activity", "window_seconds"): ("/models/{id}/activity", "window"),
+    ("node_activity", "window_seconds"): ("/nodes/{name}/activity", "window"),
+}
+
+
+@pytest.mark.parametrize("page", [100, 150])
+async def test_mcp_and_openapi_publish_one_limit_per_argument(page: int) -> None:
+    settings = Settings(bounds=Bounds(max_page_size=page))
+    async with connected(settings) as client:
+        tools = await listed(client)
+        ids = await known(client)
+    async with demo_client(settings=settings) as http:
+        openapi = (await http.get(f"{PREFIX}/openapi.json")).json()
+        # The route holds what it publishes: the page's maximum is answered.
+        at = await http.get(f"{PREFIX}/models/{ids['model']}/summary", params={"steps": page})
+        assert at.status_code == 200, at.text
+    for (tool, arg), (path, name) in SAME_ARGUMENT.items():
+        mcp = _bounded(tools[tool])[arg]
+        (rest,) = [
+            p["schema"] for p in openapi["paths"][path]["get"]["parameters"] if p["name"] == name
+        ]
+        keys = ("minimum", "exclusiveMinimum", "maximum")
+        assert {k: mcp.get(k) for k in keys} == {k: rest.get(k) for k in keys}, (tool, arg)
+    steps = openapi["paths"]["/models/{id}/summary"]["get"]["parameters"]
+    assert [p["schema"]["maximum"] for p in steps if p["name"] == "steps"] == [page]
