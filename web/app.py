@@ -214,7 +214,7 @@ def create_app(
     runner = Runner(build_schema(settings.switches), settings, cursors=cursors)
     graphql = GraphQLEndpoint(runner, http.max_json_depth, graphiql_on)
     metrics = InspectorMetrics.for_app(metrics_settings, DASHBOARD, ROUTES)
-    agents = Agents(runner)
+    agents = Agents(runner, http.cors_origins)
 
     lifespan = _lifespan(open_backends, metrics, agents, health, authenticator)
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from openrl_inspect.agents.mcp.tools import Caller, register
+from openrl_inspect.agents.mcp.tools import Caller, register, tools_for
 from openrl_inspect.execution import Runner
 
 INSTRUCTIONS = (
@@ -20,7 +20,7 @@ INSTRUCTIONS = (
     "the cluster under them. Start with `attention` (what needs a person) or "
     "`model_summary` (why one model is slow, stuck, waiting or dead: ranked causes with "
     "evidence and where to look next); then `model_logs`, `step_timeline`, "
-    "`gpu_activity`, `why_waiting`; `graphql` for anything else."
+    "`gpu_activity`, `node_activity`, `why_waiting`; `graphql` for anything else."
 )
 
 
@@ -31,10 +31,14 @@ def build(runner: Runner, caller: Caller) -> MCPServer[Any]:
     handlers, level = root.handlers[:], root.level
     try:
         server: MCPServer[Any] = MCPServer(
-            "openrl-inspect", title="OpenRL Inspector", instructions=INSTRUCTIONS, version="1"
+            "openrl-inspect",
+            title="OpenRL Inspector",
+            instructions=INSTRUCTIONS,
+            version="1",
+            tools=tools_for(runner, caller),
         )
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
-    register(server, runner, caller)
+    register(server, runner)
     return server

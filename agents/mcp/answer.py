@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from mcp.types import CallToolResult, TextContent
 from openrl_inspect.agents.mcp.budget import cut, tokens
+from openrl_inspect.core.codes import code_of
 from openrl_inspect.execution import Answer
 from pydantic import BaseModel, Field
 
@@ -80,10 +81,29 @@ def fitted(
 Result = Annotated[CallToolResult, ToolAnswer]
 
 
+def failed(answer: ToolAnswer) -> bool:
+    """Whether the call failed: no data; a root field nulled by an error under it (the
+    model, session, node... asked for is not there, or could not be read); or an
+    argument refused anywhere (a 400 or 403 in the code table: the caller must change the
+    call). A part missing deeper for the server's reasons (a backend down under one
+    field) leaves an answer, with its errors, as REST answers a 200."""
+    if not answer.errors:
+        return False
+    if answer.data is None or any(code_of(e.code).status in (400, 403) for e in answer.errors):
+        return True
+    roots = {e.path[0] for e in answer.errors if e.path}
+    return any(isinstance(r, str) and answer.data.get(r) is None for r in roots)
+
+
 def compact(answer: ToolAnswer) -> CallToolResult:
     """The answer as structured content and as compact JSON text: the SDK would indent
     the text, and a client that reads the text alone would pay half as many tokens again
-    as the budget counts."""
+    as the budget counts. An answer with nothing to show sets ``isError`` (``failed``)
+    and keeps its coded errors in both."""
     dump = answer.model_dump(mode="json")
     text = json.dumps(dump, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dump)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=dump,
+        is_error=failed(answer),
+    )

@@ -3,6 +3,12 @@
 Stateless and JSON: each POST is one exchange, answered with the principal the app's
 authentication put on that very request (no session carries a principal over from an
 earlier request). The SDK's session manager runs in the app's lifespan.
+
+A request with an ``Origin`` comes from a browser page: the endpoint answers only the
+origins the app lets call it (its CORS origins, none by default), 403 FORBIDDEN to any
+other, as the MCP transport requires against DNS rebinding (a page whose name was made
+to point at the inspector is "same origin" to the browser). Agents and their SDKs send
+no ``Origin``.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from typing import Any
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from openrl_inspect.agents.mcp import build
+from openrl_inspect.core.errors import Forbidden
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY, Principal
+from openrl_inspect.core.responses import refused
 from openrl_inspect.execution import Runner
 from openrl_inspect.resolvers.context import Backends
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -32,7 +41,8 @@ def from_request(ctx: Context) -> tuple[Backends, Principal]:
 
 
 class McpEndpoint:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, origins: tuple[str, ...] = ()) -> None:
+        self.origins = frozenset(origins)
         self.server = build(runner, from_request)
         # The app's RequestGuard and authentication stand in front. The SDK's Host check
         # (on by default, for 127.0.0.1 only) would refuse the inspector's own name
@@ -44,6 +54,15 @@ class McpEndpoint:
         self.manager = self.server.session_manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = Headers(scope=scope).get("origin")
+        # "*" as in the CORS setting: any origin (a deliberate choice of the operator).
+        if origin is not None and origin not in self.origins and "*" not in self.origins:
+            foreign = Forbidden(
+                f"Origin {origin[:200]!r} may not call the MCP endpoint (the server's CORS "
+                "origins may)."
+            )
+            await refused(foreign)(scope, receive, send)
+            return
         await self.manager.handle_request(scope, receive, send)
 
     def routes(self, prefix: str) -> list[Route]:

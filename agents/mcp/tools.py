@@ -12,16 +12,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from openrl_inspect.agents import narrow
+from openrl_inspect.agents.limits import limits
+from openrl_inspect.agents.mcp import schemas
 from openrl_inspect.agents.mcp.answer import Result, ToolAnswer, compact, fitted
 from openrl_inspect.agents.mcp.budget import TOKENS, tokens
+from openrl_inspect.agents.mcp.schemas import Bound
 from openrl_inspect.core import cursor as codec
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.core.principal import Principal
 from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.resolvers.context import Backends
-from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from pydantic import Field
 
 #: Who calls, and over which backends: the HTTP endpoint reads them off the request,
@@ -37,11 +40,16 @@ SessionState = Literal["LIVE", "CLOSED"]
 GRAPHQL_MAX_NODES = 25_000
 GRAPHQL_TOKENS = 4000
 LOGS_CURSOR = "mcp-logs"
+#: Models of each live state `attention` judges (the document's default), within a page.
+ATTENTION_SCAN = 50
 
 ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
 Cursor = Annotated[
     str | None,
     Field(description="The `cursor` of the previous answer, to go on.", max_length=codec.MAX_CHARS),
+]
+Window = Annotated[
+    float, Field(description="Seconds before now to average duty over."), Bound("window_s")
 ]
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -86,6 +94,10 @@ class Tools:
         self.runner = runner
         self.caller = caller
 
+    def _page(self, size: int) -> int:
+        # A tool's own page sizes stay within the server's, whatever it is set to.
+        return min(size, self.runner.settings.bounds.max_page_size)
+
     async def _run(self, ctx: Context, name: str, variables: dict[str, Any]) -> Answer:
         backends, principal = self.caller(ctx)
         document = Request(self.runner.documents[name].text, variables)
@@ -94,9 +106,10 @@ class Tools:
     async def attention(
         self,
         ctx: Context,
-        first: Annotated[int, Field(ge=1, le=MAX_WORST, description="Models to list.")] = 10,
+        first: Annotated[int, Field(description="Models to list."), Bound("worst")] = 10,
     ) -> Result:
-        return compact(fitted(await self._run(ctx, "attention", {"first": first}), TOKENS))
+        variables = {"first": first, "scan": self._page(ATTENTION_SCAN)}
+        return compact(fitted(await self._run(ctx, "attention", variables), TOKENS))
 
     async def list_models(
         self,
@@ -116,7 +129,7 @@ class Tools:
                     narrow.models(found.data, owner, session)
                 return found
 
-            return compact(await _paged(page, 20, ("models",), TOKENS))
+            return compact(await _paged(page, self._page(20), ("models",), TOKENS))
 
         async def sessions(n: int) -> Answer:
             found = await self._run(
@@ -126,13 +139,13 @@ class Tools:
                 narrow.inventory(found.data, owner, session)
             return found
 
-        return compact(await _paged(sessions, 10, ("sessions",), TOKENS))
+        return compact(await _paged(sessions, self._page(10), ("sessions",), TOKENS))
 
     async def model_summary(
         self,
         ctx: Context,
         model_id: ModelId,
-        steps: Annotated[int, Field(ge=1, le=100, description="Recent steps to judge.")] = 20,
+        steps: Annotated[int, Field(description="Recent steps to judge."), Bound("steps")] = 20,
     ) -> Result:
         answer = await self._run(ctx, "model_summary", {"id": model_id, "steps": steps})
         return compact(fitted(answer, TOKENS))
@@ -143,7 +156,7 @@ class Tools:
         session_id: Annotated[
             str, Field(description="The session's id.", min_length=1, max_length=128)
         ],
-        worst: Annotated[int, Field(ge=1, le=20, description="Worst models to list.")] = 5,
+        worst: Annotated[int, Field(description="Worst models to list."), Bound("worst")] = 5,
     ) -> Result:
         answer = await self._run(ctx, "session_summary", {"id": session_id, "worst": worst})
         return compact(fitted(answer, TOKENS))
@@ -156,7 +169,7 @@ class Tools:
         ctx: Context,
         model_id: ModelId,
         minutes: Annotated[
-            float | None, Field(gt=0, le=44640, description="The last this many minutes.")
+            float | None, Field(description="The last this many minutes."), Bound("log_minutes")
         ] = None,
         since: Annotated[datetime | None, Field(description="Window start, with a zone.")] = None,
         until: Annotated[datetime | None, Field(description="Window end, with a zone.")] = None,
@@ -193,30 +206,30 @@ class Tools:
             logs = data["model"]["logs"]
             return codec.encode(LOGS_CURSOR, after, logs["since"], logs["until"])
 
-        return compact(await _paged(page, 50, ("model", "logs"), TOKENS, window))
+        return compact(await _paged(page, self._page(50), ("model", "logs"), TOKENS, window))
 
+    # A model's GPUs and a node's are two tools, not one with "exactly one of model_id or
+    # node": that needs a oneOf at the input schema's root, which model APIs refuse.
     async def gpu_activity(
+        self, ctx: Context, model_id: ModelId, window_seconds: Window = 3600
+    ) -> Result:
+        variables = {"model": model_id, "window": window_seconds}
+        return compact(fitted(await self._run(ctx, "activity_model", variables), TOKENS))
+
+    async def node_activity(
         self,
         ctx: Context,
-        model_id: Annotated[str | None, Field(description="A model's id.", max_length=128)] = None,
-        node: Annotated[str | None, Field(description="A node's name.", max_length=253)] = None,
-        window_seconds: Annotated[float, Field(gt=0, le=31 * 86400)] = 3600,
+        node: Annotated[str, Field(description="The node's name.", min_length=1, max_length=253)],
+        window_seconds: Window = 600,
     ) -> Result:
-        if (model_id is None) == (node is None):
-            raise ValueError("give exactly one of model_id or node")
-        if model_id is not None:
-            answer = await self._run(
-                ctx, "activity_model", {"model": model_id, "window": window_seconds}
-            )
-        else:
-            answer = await self._run(ctx, "activity_node", {"node": node, "window": window_seconds})
-        return compact(fitted(answer, TOKENS))
+        variables = {"node": node, "window": window_seconds}
+        return compact(fitted(await self._run(ctx, "activity_node", variables), TOKENS))
 
     async def step_timeline(
         self,
         ctx: Context,
         model_id: ModelId,
-        last: Annotated[int, Field(ge=1, le=100, description="Steps to show.")] = 10,
+        last: Annotated[int, Field(description="Steps to show."), Bound("page")] = 10,
         cursor: Cursor = None,
     ) -> Result:
         async def page(n: int) -> Answer:
@@ -278,9 +291,14 @@ TOOLS: dict[str, tuple[str, str]] = {
         "filter and Logs Explorer link for everything else." + _BUDGET,
     ),
     "gpu_activity": (
-        "GPU activity",
-        "Per-GPU DCGM duty (0..1) over the last `window_seconds`: of the GPUs a "
-        "model held (`model_id`), or of a node's GPUs (`node`), with who holds each." + _BUDGET,
+        "A model's GPU activity",
+        "Per-GPU DCGM duty (0..1) over the last `window_seconds` of the GPUs the model "
+        "held, with the seconds each was held and covered by samples." + _BUDGET,
+    ),
+    "node_activity": (
+        "A node's GPU activity",
+        "Per-GPU DCGM duty (0..1) over the last `window_seconds` of a node's GPUs, whether "
+        "each is held, and by which model." + _BUDGET,
     ),
     "step_timeline": (
         "Step timeline",
@@ -297,16 +315,28 @@ TOOLS: dict[str, tuple[str, str]] = {
 }
 
 
-def register(server: MCPServer[Any], runner: Runner, caller: Caller) -> None:
-    tools = Tools(runner, caller)
+def tools_for(runner: Runner, caller: Caller) -> list[Tool]:
+    """The tools, their input schemas bounded as the server's settings bound them and
+    their output schemas typed by the documents they run (``schemas``)."""
+    methods = Tools(runner, caller)
+    named = limits(runner.settings.bounds)
+    out = []
     for name, (title, description) in TOOLS.items():
-        server.add_tool(
-            getattr(tools, name),
-            name=name,
-            title=title,
-            description=description,
-            annotations=READ_ONLY,
+        fn = getattr(methods, name)
+        tool = Tool.from_function(
+            fn, name=name, title=title, description=description, annotations=READ_ONLY
         )
+        # Both are the SDK's public fields: ``parameters`` is what tools/list publishes,
+        # and FuncMetadata reads ``output_schema`` live (the ``ToolAnswer`` model still
+        # validates each answer).
+        tool.parameters = schemas.input_schema(tool.parameters, schemas.bounds_of(fn), named)
+        tool.fn_metadata.output_schema = schemas.output_schema(name, runner.types, runner.documents)
+        out.append(tool)
+    return out
+
+
+def register(server: MCPServer[Any], runner: Runner) -> None:
+    """The resources beside the tools (which the server takes when it is built)."""
 
     @server.resource(
         "openrl-inspect://schema.graphql",

@@ -24,7 +24,7 @@ def openapi_route(runner: Runner, prefix: str) -> Route:
 
     async def openapi(request: Request) -> Response:
         if not built:
-            built.update(document(runner.types, runner.documents, prefix))
+            built.update(document(runner.types, runner.documents, prefix, runner.settings.bounds))
         return JSONResponse(built)
 
     return Route(f"{prefix}/openapi.json", openapi, methods=["GET"])

@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from graphql import GraphQLSchema
+from openrl_inspect.agents.limits import Limit, limits
 from openrl_inspect.agents.rest.routes import SPECS, RouteSpec
-from openrl_inspect.agents.rest.shapes import data_schema
+from openrl_inspect.agents.shapes import data_schema
+from openrl_inspect.core.settings import Bounds
 from openrl_inspect.execution import Registry
 
 ERROR = {
@@ -45,7 +47,9 @@ _FAILURES = {
 }
 
 
-def _operation(spec: RouteSpec, schema: GraphQLSchema, documents: Registry) -> dict[str, Any]:
+def _operation(
+    spec: RouteSpec, schema: GraphQLSchema, documents: Registry, named: dict[str, Limit]
+) -> dict[str, Any]:
     shapes = [data_schema(schema, documents[name].text) for name in spec.documents]
     properties: dict[str, Any] = {
         "data": shapes[0] if len(shapes) == 1 else {"anyOf": shapes},
@@ -92,13 +96,18 @@ def _operation(spec: RouteSpec, schema: GraphQLSchema, documents: Registry) -> d
                 "description": p.description,
                 "schema": p.schema(),
             }
-            for p in spec.params
+            for p in (each.under(named) for each in spec.params)
         ],
         "responses": responses,
     }
 
 
-def document(schema: GraphQLSchema, documents: Registry, prefix: str) -> dict[str, Any]:
+def document(
+    schema: GraphQLSchema, documents: Registry, prefix: str, bounds: Bounds | None = None
+) -> dict[str, Any]:
+    """The document; a parameter's named limit is the server's under ``bounds`` (its
+    settings; the defaults unless given)."""
+    named = limits(bounds or Bounds())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -110,7 +119,7 @@ def document(schema: GraphQLSchema, documents: Registry, prefix: str) -> dict[st
         },
         "servers": [{"url": prefix}],
         "security": [{"bearer": []}, {}],
-        "paths": {s.path: {"get": _operation(s, schema, documents)} for s in SPECS},
+        "paths": {s.path: {"get": _operation(s, schema, documents, named)} for s in SPECS},
         "components": {
             "schemas": {"Error": ERROR},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from openrl_inspect.agents.limits import Limit
 from openrl_inspect.core.errors import InvalidInput
 
 Kind = Literal["string", "integer", "number", "datetime", "enum"]
@@ -46,6 +47,21 @@ class Param:
     # Not a variable of the document as it is: a filter the route applies to the page
     # itself, or what the route's ``prepare`` turns into variables.
     local: bool = False
+    # The name of its limit (``agents.limits``): its bounds are then the server's, under
+    # the server's settings (``under``), not numbers of its own.
+    limit: str | None = None
+
+    def under(self, limits: Mapping[str, Limit]) -> Param:
+        """This parameter with its named limit's bounds."""
+        if self.limit is None:
+            return self
+        bound = limits[self.limit]
+        return replace(
+            self,
+            minimum=bound.minimum,
+            maximum=bound.maximum,
+            exclusive_minimum=bound.exclusive_minimum,
+        )
 
     @property
     def var(self) -> str:

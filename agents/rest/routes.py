@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from openrl_inspect.agents import narrow
+from openrl_inspect.agents.limits import limits
 from openrl_inspect.agents.rest.params import (
     ID_PATTERN,
     NODE_PATTERN,
@@ -31,7 +32,6 @@ from openrl_inspect.core.errors import ClientDisconnected, InvalidInput
 from openrl_inspect.core.principal import NOBODY, SCOPE_KEY
 from openrl_inspect.execution import Answer, Request, Runner
 from openrl_inspect.execution.disconnect import unless_disconnected
-from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from openrl_inspect.schema.logs.types import LogSeverity
 from openrl_inspect.telemetry.records import CLIENT_DISCONNECTED, RECORD, RequestRecord
 from starlette.convertors import Convertor, register_url_convertor
@@ -39,7 +39,6 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-WINDOW_MAX = 31 * 86400.0
 # The raw query's bounds on this route: the field's defaults (adapters.prometheus
 # RawQuerySettings: 24 h of range, 4 KiB of query, each character up to 4 bytes).
 RAW_RANGE_S = 24 * 3600.0
@@ -61,9 +60,17 @@ def _id(name: str = "id", what: str = "model", variable: str | None = None) -> P
     )
 
 
-def _first(default: int, maximum: int = 100, name: str = "first", what: str = "items") -> Param:
+def _first(
+    default: int, maximum: int | None = None, name: str = "first", what: str = "items"
+) -> Param:
+    # Without a maximum of its own, a page's: the server's setting.
     return Param(
-        name, "integer", f"{what} per page (default {default}).", minimum=1, maximum=maximum
+        name,
+        "integer",
+        f"{what} per page (default {default}).",
+        minimum=1,
+        maximum=maximum,
+        limit=None if maximum is not None else "page",
     )
 
 
@@ -96,9 +103,7 @@ def _window(default: float) -> Param:
         "window",
         "number",
         f"Seconds before now (default {default:g}, at most 31 days).",
-        minimum=0,
-        exclusive_minimum=True,
-        maximum=WINDOW_MAX,
+        limit="window_s",
     )
 
 
@@ -150,9 +155,7 @@ SPECS: tuple[RouteSpec, ...] = (
         "model",
         (
             _id(),
-            Param(
-                "steps", "integer", "Recent steps to judge (default 20).", minimum=1, maximum=100
-            ),
+            Param("steps", "integer", "Recent steps to judge (default 20).", limit="steps"),
         ),
     ),
     RouteSpec(
@@ -180,13 +183,7 @@ SPECS: tuple[RouteSpec, ...] = (
         "session",
         (
             _id(what="session"),
-            Param(
-                "worst",
-                "integer",
-                "Worst models to list (default 5).",
-                minimum=1,
-                maximum=MAX_WORST,
-            ),
+            Param("worst", "integer", "Worst models to list (default 5).", limit="worst"),
         ),
     ),
     RouteSpec(
@@ -196,13 +193,12 @@ SPECS: tuple[RouteSpec, ...] = (
         ("attention",),
         "attention",
         (
-            Param("first", "integer", "Models to list (default 10).", minimum=1, maximum=MAX_WORST),
+            Param("first", "integer", "Models to list (default 10).", limit="worst"),
             Param(
                 "scan",
                 "integer",
                 "Newest models of each live state to judge (default 50).",
-                minimum=1,
-                maximum=100,
+                limit="scan",
             ),
         ),
     ),
@@ -219,7 +215,7 @@ SPECS: tuple[RouteSpec, ...] = (
             Param("until", "datetime", "Window end (ISO 8601 with a zone)."),
             Param("severity", "enum", "Only lines at least this severe.", choices=SEVERITIES),
             Param("text", "string", "Only lines containing this (any case)."),
-            Param("first", "integer", "Lines per page (default 100).", minimum=1, maximum=100),
+            Param("first", "integer", "Lines per page (default 100).", limit="page"),
             AFTER,
         ),
         page=("model", "logs"),
@@ -329,12 +325,14 @@ def _log(request: HttpRequest, operation: str, codes: list[str]) -> None:
 
 
 def handler(runner: Runner, spec: RouteSpec) -> Callable[[HttpRequest], Any]:
+    params = tuple(p.under(limits(runner.settings.bounds)) for p in spec.params)
+
     async def endpoint(request: HttpRequest) -> Response:
         query: dict[str, list[str]] = {}
         for key, value in request.query_params.multi_items():
             query.setdefault(key, []).append(value)
         try:
-            variables = parse_all(spec.params, query, request.path_params)
+            variables = parse_all(params, query, request.path_params)
             name, root = spec.choose(variables) if spec.choose else (spec.name, spec.root)
         except InvalidInput as exc:
             refused = Answer.refused(exc)

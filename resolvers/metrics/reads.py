@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from openrl_inspect.adapters.prometheus import (
     CHART_METRICS,
-    MAX_WINDOW_S,
     Activity,
     Duty,
     GpuKey,
@@ -32,6 +31,10 @@ from openrl_inspect.adapters.prometheus import (
     VllmStats,
     check_metric,
     check_window,
+)
+from openrl_inspect.adapters.prometheus import (
+    # Re-exported: the entries publish it as the bound of `windowSeconds` (agents.limits).
+    MAX_WINDOW_S as MAX_WINDOW_S,
 )
 from openrl_inspect.core.errors import Forbidden, InvalidInput
 from openrl_inspect.resolvers.context import Context

@@ -27,7 +27,7 @@ from support.live_server import serve_demo
 pytestmark = pytest.mark.anyio
 TOOLS = {
     "attention", "list_models", "model_summary", "session_summary", "why_waiting",
-    "model_logs", "gpu_activity", "step_timeline", "graphql",
+    "model_logs", "gpu_activity", "node_activity", "step_timeline", "graphql",
 }  # fmt: skip
 
 
@@ -69,9 +69,12 @@ async def over_stdio() -> AsyncIterator[ClientSession]:
         yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+async def call(
+    session: ClientSession, tool: str, failing: bool = False, **arguments: Any
+) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
-    assert not result.is_error, result.content
+    # A coded error with nothing to show is a tool error that keeps its answer.
+    assert result.is_error is failing, result.content
     answer: dict[str, Any] = result.structured_content
     assert answer is not None
     # The text block carries the same answer, for clients that read text only.
@@ -94,7 +97,7 @@ async def why_is_it_stuck(session: ClientSession) -> None:
     diagnosis = summary["data"]["model"]["summary"]
     assert diagnosis["verdict"] == models[0]["verdict"] and diagnosis["causes"]
     assert diagnosis["causes"][0]["next"] is not None
-    missing = await call(session, "model_summary", model_id="no-such-model")
+    missing = await call(session, "model_summary", failing=True, model_id="no-such-model")
     assert missing["data"] == {"model": None}
     assert missing["errors"][0]["code"] == "NOT_FOUND"
     sdl = await session.read_resource("openrl-inspect://schema.graphql")
@@ -162,7 +165,7 @@ async def test_the_endpoint_takes_posts_only(base: str) -> None:
 async def test_the_graphql_tool_has_a_tighter_cost_limit(base: str) -> None:
     query = "{ sessions(first: 100) { nodes { models(first: 100) { nodes { steps(first: 5) { nodes { number } } } } } } }"
     async with over_http(base) as session:
-        refused = await call(session, "graphql", query=query)
+        refused = await call(session, "graphql", failing=True, query=query)
     # 50,000 nodes: inside /graphql's limit, past the tool's.
     assert refused["data"] is None and refused["errors"][0]["code"] == "QUERY_TOO_COSTLY"
     body = {"query": query}

@@ -130,7 +130,7 @@ def tool_calls(world: World) -> list[tuple[str, dict[str, Any]]]:
                                                    "gpu_activity", "step_timeline")]  # fmt: skip
         calls.append(("graphql", {"query": f'{{ model(id: "{m}") {{ id sessionId }} }}'}))
     calls += [("session_summary", {"session_id": s}) for s in ids["session"]]
-    calls += [("gpu_activity", {"node": n}) for n in ids["node"]]
+    calls += [("node_activity", {"node": n}) for n in ids["node"]]
     return calls
 
 

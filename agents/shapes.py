@@ -2,7 +2,9 @@
 
 Each selected field is required; a nullable GraphQL type may be null (an error there
 nulls it and the rest stands), a non-null one never is. The schema is exact for what
-the document selects, so a property run can hold every answer to it.
+the document selects, so a property run can hold every answer to it; each field keeps
+its GraphQL description. The REST routes' OpenAPI document and the MCP tools' output
+schemas are both made here.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def _object(
         field = kind.fields[node.name.value]
         key = node.alias.value if node.alias else node.name.value
         properties[key] = _output(schema, field.type, node.selection_set)
+        if field.description:
+            # The schema's own words (unit, bounds, source), for whoever reads the answer.
+            properties[key]["description"] = field.description
     return {
         "type": "object",
         "properties": properties,
