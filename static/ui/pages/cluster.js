@@ -9,10 +9,15 @@ function slices(c) {
   return c.slices.total ? `${c.slices.held} held, ${c.slices.free} free of ${c.slices.total}` : "—";
 }
 
+// Unhealthy GPUs, held or not: "2 (1 held)" when a model still holds one of them.
+function unhealthy(c) {
+  return c.unhealthyHeld ? `${c.unhealthy} (${c.unhealthyHeld} held)` : String(c.unhealthy);
+}
+
 function Capacity({ cap }) {
   if (!cap) return html`<${Section} title="Capacity" id="capacity"><${Missing} what="Capacity" /><//>`;
   const note = `${cap.nodes} nodes${cap.partitioned ? `, ${cap.partitioned} GPUs in MIG slices (each counted once)` : ""}${cap.degraded ? ", cache not in sync" : ""}`;
-  const row = (c) => html`<td class="num">${c.total}</td><td class="num">${c.held}</td><td class="num">${c.free}</td><td class="num">${c.unhealthy}</td><td class="num">${c.tainted}</td><td class="num" data-slices>${slices(c)}</td>`;
+  const row = (c) => html`<td class="num">${c.total}</td><td class="num">${c.held}</td><td class="num">${c.free}</td><td class="num" data-unhealthy>${unhealthy(c)}</td><td class="num">${c.tainted}</td><td class="num" data-slices>${slices(c)}</td>`;
   return html`<${Section} title="Capacity" id="capacity" note=${note}>
     <table>
       <thead><tr><th>GPU product</th><th>Nodes</th><th>GPUs</th><th>Held</th><th>Free</th><th>Unhealthy</th><th>Tainted</th><th>MIG slices</th></tr></thead>
