@@ -16,6 +16,11 @@ from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 
 Verdict = domain.Verdict
+PACE = (
+    "Finished steps per minute over a window that ends now (from the start of the oldest "
+    "step considered). Null when the model failed or ended, has finished no step, or has "
+    "stalled: `secondsSinceLastStep` then says how long since its last step."
+)
 strawberry.enum(Verdict, name="Verdict", description="A model's condition, most serious first.")
 
 
@@ -57,7 +62,7 @@ class ModelSummary:
         description="Backends not configured or failing: their causes are unknown, not absent."
     )
     steps_considered: int
-    steps_per_minute: float | None
+    steps_per_minute: float | None = strawberry.field(description=PACE)
     median_step_seconds: float | None
     last_step_at: datetime | None
     seconds_since_last_step: float | None

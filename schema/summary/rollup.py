@@ -10,7 +10,7 @@ from openrl_inspect.resolvers.summary import rollup as summary_rollup
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.shown import shown
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
-from openrl_inspect.schema.summary.model import Verdict
+from openrl_inspect.schema.summary.model import PACE, Verdict
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.state.model import Model
@@ -24,7 +24,7 @@ class ModelBrief:
     verdict: Verdict
     top_cause: Cause | None = strawberry.field(description="The most blocking cause.")
     causes: int = strawberry.field(description="How many causes its summary has in all.")
-    steps_per_minute: float | None
+    steps_per_minute: float | None = strawberry.field(description=PACE)
     failed_ops: int
     lost_ops: int
     stuck_ops: int
