@@ -47,7 +47,7 @@ export function Failed({ errors, failure, what, id, home = true }) {
   const notFound = groups.some((g) => g.codes.has("NOT_FOUND"));
   return html`<div class="state failed" role="alert" data-state="error">
     ${notFound
-      ? html`<p data-not-found><strong>There is no ${what || "such thing"} “${id}” here.</strong>
+      ? html`<p data-not-found><strong>There is no ${what || "such thing"} “${id}” here.</strong>${" "}
           It may have ended and been cleaned up, or the link may be mistyped.</p>`
       : html`<p><strong>Nothing to show.</strong></p>`}
     ${failure && html`<p>The inspector could not be reached: ${failure}.</p>`}
