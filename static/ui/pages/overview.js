@@ -207,7 +207,7 @@ export function Overview({ route }) {
         ? html`<${Empty}>${all.length ? "No model matches these filters." : "No live sessions."}</${Empty}>`
         : html`<div class="scroll"><table class="models">
             <thead><tr>
-              <th>Model</th><th>Verdict</th><th>Top cause</th><th>State</th><th>Pace (steps/min)</th>
+              <th>Model</th><th>Verdict</th><th>Top cause</th><th>State</th><th>Pace</th>
               <th>GPUs · duty</th><th>Owner</th><th>Base model</th><th>Age</th>
             </tr></thead>
             <tbody>${shown.map((r) => html`<${ModelRow} r=${r} key=${r.id} />`)}</tbody>
