@@ -53,13 +53,31 @@ def _moment(iso: str | None) -> str:
     return "-" if not iso else iso[:19].replace("T", " ")
 
 
+def _ago(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _pace(s: dict[str, Any]) -> str:
+    """A model's pace, or, when it has none now, how long since its last step: a pace
+    from old steps is not shown (the API gives none)."""
+    if s["stepsPerMinute"] is not None:
+        return (
+            f"pace {_number(s['stepsPerMinute'])} steps/min, median step "
+            f"{_number(s['medianStepSeconds'], ' s')}"
+        )
+    since = s.get("secondsSinceLastStep")
+    return "no step finished yet" if since is None else f"no step for {_ago(since)}"
+
+
 def _model(data: dict[str, Any]) -> list[str]:
     m = data["model"]
     s = m["summary"]
     lines = [
         f"model {m['id']}  session {m['sessionId']}  state {m['state']}  verdict {s['verdict']}",
-        f"pace {_number(s['stepsPerMinute'])} steps/min, median step "
-        f"{_number(s['medianStepSeconds'], ' s')}; ops failed {s['failedOps']}, stuck "
+        f"{_pace(s)}; ops failed {s['failedOps']}, stuck "
         f"{s['stuckOps']}, lost {s['lostOps']}; workers {s['workersAlive']}/{s['workersTotal']}",
     ]
     if s["causes"]:
@@ -97,7 +115,11 @@ def _session(data: dict[str, Any]) -> list[str]:
         f"session {s['id']}  owner {s['owner']}  state {s['state']}",
         f"{sm['models']} model(s){' (more not summarised)' if sm['truncated'] else ''}: {counts}",
         f"ops failed {sm['failedOps']}, stuck {sm['stuckOps']}, lost {sm['lostOps']}; "
-        f"pace {_number(sm['stepsPerMinute'])} steps/min",
+        + (
+            f"pace {_number(sm['stepsPerMinute'])} steps/min"
+            if sm["stepsPerMinute"] is not None
+            else "no model is stepping now"
+        ),
     ]
     if sm["worst"]:
         lines += [

@@ -6,21 +6,23 @@ GPU (``partitioned`` counts them) and its slices are counted again, as slices: a
 held when any of its slices is (it cannot be given whole), unhealthy when its GPU or any
 slice is tainted, free only when every slice is.
 
-Every GPU (and every slice) counts in exactly one bucket, so
-``total = held + free + unhealthy + tainted``:
+Every GPU (and every slice) counts in exactly one of ``held``, ``free``, ``tainted`` and
+unhealthy-and-not-held, so ``total = held + free + tainted + unhealthy - unhealthy_held``:
 
 - ``held``: allocated to a ResourceClaim (DRA), or requested by a pod on the node
   (device plugin), whatever the node's state;
-- ``unhealthy``: not held, and its node is not Ready (or gone), or the device plugin
+- ``unhealthy``: held or not, its node is not Ready (or gone), or the device plugin
   reports it unhealthy (capacity above allocatable), or its DRA device carries a
   NoSchedule / NoExecute taint (from its driver or a DeviceTaintRule), which keeps new
-  claims off it;
+  claims off it; ``unhealthy_held`` says how many of them are held (and in ``held`` too);
 - ``tainted``: not held, on a Ready node that is cordoned or carries a NoSchedule /
   NoExecute taint other than the usual ``nvidia.com/gpu`` one that GPU pods tolerate;
 - ``free``: the rest: schedulable now.
 
-A held GPU stays ``held`` even when tainted: its claim keeps it until a NoExecute taint
-evicts the pods (``Gpu.health`` says it is unhealthy all the same).
+A held GPU that turns unhealthy stays ``held`` (its claim keeps it until a NoExecute taint
+evicts the pods) and is counted ``unhealthy`` as well: a tainted GPU under a model is what
+the diagnosis names GPU_UNHEALTHY, and a count of unhealthy GPUs that left it out read 0
+while the cluster grid showed it red.
 
 GPUs are the devices NVIDIA's DRA driver publishes in ResourceSlices (``basis`` ``dra``);
 a node with none but an ``nvidia.com/gpu`` capacity is counted from the device plugin's
@@ -51,6 +53,7 @@ class CapacityCounts:
     free: int = 0
     unhealthy: int = 0
     tainted: int = 0
+    unhealthy_held: int = 0  # of ``unhealthy``, held (so in ``held`` too)
 
     def __add__(self, other: CapacityCounts) -> CapacityCounts:
         return CapacityCounts(
@@ -59,6 +62,7 @@ class CapacityCounts:
             self.free + other.free,
             self.unhealthy + other.unhealthy,
             self.tainted + other.tainted,
+            self.unhealthy_held + other.unhealthy_held,
         )
 
     def __sub__(self, other: CapacityCounts) -> CapacityCounts:
@@ -68,6 +72,7 @@ class CapacityCounts:
             self.free - other.free,
             self.unhealthy - other.unhealthy,
             self.tainted - other.tainted,
+            self.unhealthy_held - other.unhealthy_held,
         )
 
 
@@ -143,15 +148,24 @@ def node_condition(node: NodeRecord | None) -> str:
 
 
 def split(total: int, held: int, broken: int, condition: str) -> CapacityCounts:
+    """``total`` GPUs of one node, ``held`` of them held and ``broken`` reported
+    unhealthy (held or not), into the buckets.
+
+    Which of the broken ones are held is known for a DRA device (called one GPU at a
+    time); for the device plugin's counts it is not, and the broken are taken to be the
+    unheld ones first (the device plugin takes an unhealthy GPU out of allocatable, so
+    no new pod gets it): ``unhealthy_held`` is then a lower bound.
+    """
     held = min(held, total)
-    rest = total - held
-    broken = min(broken, rest)
-    rest -= broken
+    broken = min(broken, total)
+    broken_free = min(broken, total - held)
+    broken_held = broken - broken_free
+    rest = total - held - broken_free
     if condition == "unhealthy":
-        return CapacityCounts(total, held, 0, broken + rest, 0)
+        return CapacityCounts(total, held, 0, total, 0, held)
     if condition == "tainted":
-        return CapacityCounts(total, held, 0, broken, rest)
-    return CapacityCounts(total, held, rest, broken, 0)
+        return CapacityCounts(total, held, 0, broken, rest, broken_held)
+    return CapacityCounts(total, held, rest, broken, 0, broken_held)
 
 
 def _holding(pods: Iterable[PodRecord]) -> int:
@@ -186,12 +200,11 @@ def count_gpus(
     for devices in physical_gpus(gpus):
         product = next((d.product_name for d in devices if d.product_name), None) or "unknown"
         taken = any(d.key in held for d in devices)
-        broken = not taken and any(not d.healthy for d in devices)
+        broken = any(not d.healthy for d in devices)
         whole = split(1, int(taken), int(broken), condition)
         slices, parts = NO_COUNTS, [d for d in devices if d.is_slice]
         for part in parts:
-            mine = part.key in held
-            slices = slices + split(1, int(mine), int(not mine and not part.healthy), condition)
+            slices = slices + split(1, int(part.key in held), int(not part.healthy), condition)
         out[product] = out.get(product, GpuCounts()) + GpuCounts(whole, slices, int(bool(parts)))
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from openrl_inspect.core.domain import TERMINAL_STATES
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, Thresholds
 from openrl_inspect.state.records import StepRecord
 
@@ -53,3 +54,22 @@ def is_stalled(evidence: ModelEvidence) -> bool:
     since = since_last_step(evidence)
     median = median_step(evidence.state.steps)
     return since is not None and since > stall_limit(median, evidence.thresholds)
+
+
+def steps_per_minute(evidence: ModelEvidence) -> float | None:
+    """Finished steps per minute over a window that ends now (from the start of the
+    oldest step considered): a model that stops stepping slows down on it at once.
+
+    None, for no pace, when the model no longer runs (failed or ended), has finished no
+    step, or is stalled (no step for longer than the stall limit): a pace taken from old
+    steps read "11.1/min" beside a model that had stepped nothing for an hour.
+    ``seconds_since_last_step`` then says how long it has been.
+    """
+    if evidence.model.state in TERMINAL_STATES or is_stalled(evidence):
+        return None
+    done = finished(evidence.state.steps)
+    starts = [s.started_at for s in done if s.started_at is not None]
+    if not starts:
+        return None
+    span = evidence.now - min(starts)
+    return len(done) / span * 60 if span > 0 else None

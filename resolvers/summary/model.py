@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from openrl_inspect.core.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
 from openrl_inspect.core.errors import BadRecord
 from openrl_inspect.resolvers.context import Context
-from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose
+from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose, pace
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
 from openrl_inspect.resolvers.diagnosis.text import clip
 from openrl_inspect.resolvers.state import reads as state_reads
@@ -118,21 +118,17 @@ def kind_stats(ops: Sequence[OpRecord]) -> list[KindStats]:
     return out
 
 
-def pace(steps: Sequence[StepRecord]) -> tuple[float | None, float | None, float | None]:
-    """(steps per minute, median step seconds, last step time) over finished steps."""
+def step_times(steps: Sequence[StepRecord]) -> tuple[float | None, float | None]:
+    """(median step seconds, last step time) over finished steps."""
     finished = [
         (s.started_at, s.finished_at)
         for s in steps
         if s.started_at is not None and s.finished_at is not None
     ]
     if not finished:
-        return None, None, None
+        return None, None
     durations = [end - start for start, end in finished]
-    last = max(end for _, end in finished)
-    first = min(start for start, _ in finished)
-    span = last - first
-    per_minute = len(finished) / span * 60 if span > 0 else None
-    return per_minute, statistics.median(durations), last
+    return statistics.median(durations), max(end for _, end in finished)
 
 
 def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
@@ -240,7 +236,7 @@ async def _op_detail(ctx: Context, mid: str, oid: str) -> OpRecord | None:
 def summarise(ctx: Context, evidence: ModelEvidence, open_total: int) -> ModelSummary:
     """The summary's numbers and the diagnosis, from gathered evidence. Pure."""
     state, rec = evidence.state, evidence.model
-    per_minute, median_step, last_step = pace(state.steps)
+    median_step, last_step = step_times(state.steps)
     failed = [o for o in state.ops if o.status == OpStatus.FAILED]
     open_ops = [op for op, _ in state.open_ops]
     oldest = min((o.accepted_at for o in open_ops if o.accepted_at is not None), default=None)
@@ -257,7 +253,7 @@ def summarise(ctx: Context, evidence: ModelEvidence, open_total: int) -> ModelSu
         reasons=reasons(diagnosis, waiting_s),
         diagnosis=diagnosis,
         steps_considered=len(state.steps),
-        steps_per_minute=per_minute,
+        steps_per_minute=pace.steps_per_minute(evidence),
         median_step_s=median_step,
         last_step_at=last_step,
         seconds_since_last_step=None if last_step is None else max(0.0, ctx.now - last_step),

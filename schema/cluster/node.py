@@ -34,35 +34,46 @@ if TYPE_CHECKING:
 ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")]
 
 COUNTS = (
-    "Every GPU is in exactly one of held, free, unhealthy and tainted: "
-    "total = held + free + unhealthy + tainted. A GPU partitioned into MIG slices counts "
+    "Every GPU is in exactly one of held, free, tainted and unhealthy-not-held: "
+    "total = held + free + tainted + unhealthy - unhealthyHeld (an unhealthy GPU that is "
+    "held counts in both `held` and `unhealthy`). A GPU partitioned into MIG slices counts "
     "once (held when any slice is held; free only when all are), its slices apart, in "
     "`slices`."
 )
+UNHEALTHY = (
+    "On an unhealthy node (not Ready, unreachable) or broken (a NoSchedule/NoExecute "
+    "device taint, or unhealthy to the device plugin), held or not."
+)
+UNHEALTHY_HELD = "Of `unhealthy`, those held by a claim or pod (counted in `held` too)."
 PARTITIONED = "GPUs partitioned into MIG slices (counted once each in `total`)."
 TOTAL = "GPUs published (DRA ResourceSlices, or `nvidia.com/gpu` capacity), whole."
 HELD = "Allocated to a claim (or requested by a pod)."
 FREE = "Not held, on a schedulable healthy node."
-UNHEALTHY = "Not held, on an unhealthy node or broken."
 TAINTED = "Not held, on a cordoned or tainted node."
 
 
 @strawberry.type(
     description="MIG slices counted apart from whole GPUs: each slice in exactly one of "
-    "held, free, unhealthy (its own taint, or its GPU's) and tainted (a cordoned or "
-    "tainted node): total = held + free + unhealthy + tainted."
+    "held, free, tainted (a cordoned or tainted node) and unhealthy-not-held (its own "
+    "taint, or its GPU's): total = held + free + tainted + unhealthy - unhealthyHeld."
 )
 class SliceCapacity:
     total: int = strawberry.field(description="MIG slices published.")
     held: int = strawberry.field(description="Allocated to a claim.")
     free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
-    unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
+    unhealthy: int = strawberry.field(description=UNHEALTHY)
+    unhealthy_held: int = strawberry.field(description=UNHEALTHY_HELD)
     tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
 
     @classmethod
     def from_record(cls, c: counting.CapacityCounts) -> SliceCapacity:
         return cls(
-            total=c.total, held=c.held, free=c.free, unhealthy=c.unhealthy, tainted=c.tainted
+            total=c.total,
+            held=c.held,
+            free=c.free,
+            unhealthy=c.unhealthy,
+            unhealthy_held=c.unhealthy_held,
+            tainted=c.tainted,
         )
 
 
@@ -81,7 +92,8 @@ class NodeCapacity:
     total: int = strawberry.field(description=TOTAL)
     held: int = strawberry.field(description="Allocated to a claim (or requested by a pod).")
     free: int = strawberry.field(description="Not held, on a schedulable healthy node.")
-    unhealthy: int = strawberry.field(description="Not held, on an unhealthy node or broken.")
+    unhealthy: int = strawberry.field(description=UNHEALTHY)
+    unhealthy_held: int = strawberry.field(description=UNHEALTHY_HELD)
     tainted: int = strawberry.field(description="Not held, on a cordoned or tainted node.")
     partitioned: int = strawberry.field(description=PARTITIONED)
     slices: SliceCapacity = strawberry.field(description="Its MIG slices.")
@@ -98,6 +110,7 @@ class NodeCapacity:
             held=c.held,
             free=c.free,
             unhealthy=c.unhealthy,
+            unhealthy_held=c.unhealthy_held,
             tainted=c.tainted,
             partitioned=rec.partitioned,
             slices=SliceCapacity.from_record(rec.slices),
@@ -117,6 +130,7 @@ class ProductCapacity:
     held: int = strawberry.field(description=HELD)
     free: int = strawberry.field(description=FREE)
     unhealthy: int = strawberry.field(description=UNHEALTHY)
+    unhealthy_held: int = strawberry.field(description=UNHEALTHY_HELD)
     tainted: int = strawberry.field(description=TAINTED)
     partitioned: int = strawberry.field(description=PARTITIONED)
     slices: SliceCapacity = strawberry.field(description="Its MIG slices.")
@@ -131,6 +145,7 @@ class ProductCapacity:
             held=c.held,
             free=c.free,
             unhealthy=c.unhealthy,
+            unhealthy_held=c.unhealthy_held,
             tainted=c.tainted,
             partitioned=rec.partitioned,
             slices=SliceCapacity.from_record(rec.slices),
@@ -144,6 +159,7 @@ class ClusterCapacity:
     held: int = strawberry.field(description=HELD)
     free: int = strawberry.field(description=FREE)
     unhealthy: int = strawberry.field(description=UNHEALTHY)
+    unhealthy_held: int = strawberry.field(description=UNHEALTHY_HELD)
     tainted: int = strawberry.field(description=TAINTED)
     partitioned: int = strawberry.field(description=PARTITIONED)
     slices: SliceCapacity = strawberry.field(description="The cluster's MIG slices.")
@@ -165,6 +181,7 @@ class ClusterCapacity:
             held=c.held,
             free=c.free,
             unhealthy=c.unhealthy,
+            unhealthy_held=c.unhealthy_held,
             tainted=c.tainted,
             partitioned=rec.partitioned,
             slices=SliceCapacity.from_record(rec.slices),

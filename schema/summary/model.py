@@ -17,6 +17,11 @@ from openrl_inspect.schema.summary.budget import MODEL_SUMMARY_TOKENS, fitted
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
 
 Verdict = domain.Verdict
+PACE = (
+    "Finished steps per minute over a window that ends now (from the start of the oldest "
+    "step considered). Null when the model failed or ended, has finished no step, or has "
+    "stalled: `secondsSinceLastStep` then says how long since its last step."
+)
 domain_enum(
     Verdict,
     name="Verdict",
@@ -87,10 +92,7 @@ class ModelSummary:
     steps_considered: int = strawberry.field(
         description="Steps read: the newest `steps` kept in Redis (fewer if fewer are kept)."
     )
-    steps_per_minute: float | None = strawberry.field(
-        description="Finished steps per minute, from the first one's start to the last "
-        "one's end; null with no finished step."
-    )
+    steps_per_minute: float | None = strawberry.field(description=PACE)
     median_step_seconds: float | None = strawberry.field(
         description="Median duration of the finished steps, seconds."
     )

@@ -11,7 +11,7 @@ from openrl_inspect.resolvers.summary.rollup import MAX_WORST
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.shown import shown
 from openrl_inspect.schema.summary.diagnosis import Cause, Describe, UnknownBackend
-from openrl_inspect.schema.summary.model import Verdict
+from openrl_inspect.schema.summary.model import PACE, Verdict
 
 if TYPE_CHECKING:
     from openrl_inspect.schema.state.model import Model
@@ -25,9 +25,7 @@ class ModelBrief:
     verdict: Verdict = strawberry.field(description="Its condition now.")
     top_cause: Cause | None = strawberry.field(description="The most blocking cause.")
     causes: int = strawberry.field(description="How many causes its summary has in all.")
-    steps_per_minute: float | None = strawberry.field(
-        description="Finished steps per minute over its last 10 steps; null with none."
-    )
+    steps_per_minute: float | None = strawberry.field(description=PACE)
     failed_ops: int = strawberry.field(description="Failed ops in its last 10 steps.")
     lost_ops: int = strawberry.field(description="LOST ops among its 100 oldest open ones.")
     stuck_ops: int = strawberry.field(description="STUCK ops among its 100 oldest open ones.")

@@ -161,12 +161,22 @@ export function useQuery(name, variables) {
 
 // ---- Errors: a field null with a coded error names the part that is missing -----------
 
-const BACKEND_NAMES = {
-  redis: "Redis (OpenRL state)",
-  kubernetes: "Kubernetes",
-  prometheus: "Prometheus",
-  cloud_logging: "Cloud Logging",
-  logs: "Logs",
+// Each backend as people know it, and how a person turns it on (the flags and
+// environment variables of `openrl-inspect serve`; tests/dashboard checks they exist).
+const BACKENDS = {
+  redis: { name: "Redis (OpenRL's state)", setup: "--redis-url redis://HOST:6379 (or OPENRL_INSPECT_REDIS_URL)" },
+  kubernetes: {
+    name: "Kubernetes",
+    setup:
+      "--kubeconfig PATH, or --in-cluster when it runs in the cluster " +
+      "(or OPENRL_INSPECT_KUBERNETES_KUBECONFIG=PATH, OPENRL_INSPECT_KUBERNETES_IN_CLUSTER=true)",
+  },
+  prometheus: { name: "Prometheus", setup: "--prometheus-url URL (or OPENRL_INSPECT_PROMETHEUS_URL)" },
+  cloud_logging: {
+    name: "Cloud Logging",
+    setup: "--logging-project PROJECT (or OPENRL_INSPECT_CLOUD_LOGGING_PROJECT)",
+  },
+  logs: { name: "the logs", setup: null },
 };
 
 export function groupErrors(errors) {
@@ -189,7 +199,69 @@ export function groupErrors(errors) {
 }
 
 export function backendName(key) {
-  return BACKEND_NAMES[key] || key;
+  return BACKENDS[key]?.name || key;
+}
+
+// How to turn a backend on, or null.
+export function backendSetup(key) {
+  return BACKENDS[key]?.setup || null;
+}
+
+// What an error code means, in words, for a backend ("is not set up here").
+const TROUBLE = {
+  BACKEND_NOT_CONFIGURED: "is not set up for this inspector",
+  BACKEND_UNAVAILABLE: "could not be reached",
+  BACKEND_TIMEOUT: "did not answer in time",
+  BACKEND_PROTOCOL_ERROR: "answered something this inspector cannot read",
+  BACKEND_BUSY: "is busy",
+  SCHEMA_VERSION_UNSUPPORTED: "holds records of a version this inspector cannot read",
+  API_VERSION_UNSUPPORTED: "serves its objects at versions this inspector cannot read",
+  BAD_RECORD: "holds a record that could not be read",
+  DEADLINE_EXCEEDED: "took longer than the answer's deadline",
+};
+
+export function trouble(codes) {
+  for (const c of codes) if (TROUBLE[c]) return TROUBLE[c];
+  return "failed";
+}
+
+// The parts of a page an error path names, in words ("sessions.nodes.models.nodes.gpuActivity"
+// is "GPU duty").
+const PART_WORDS = {
+  gpuActivity: "GPU duty",
+  duty: "GPU duty",
+  logs: "logs",
+  events: "Kubernetes events",
+  whyWaiting: "why it waits",
+  placements: "placements",
+  livePods: "live pods",
+  liveGpus: "live GPUs",
+  liveNode: "live nodes",
+  samplerBatchStats: "sampler throughput",
+  summary: "the diagnosis",
+  attention: "the models needing attention",
+  sessions: "sessions and their models",
+  session: "the session",
+  model: "the model",
+  capacity: "GPU capacity",
+  nodes: "nodes and their GPUs",
+  workloads: "pending workloads",
+  steps: "steps",
+  openOps: "open ops",
+};
+
+export function partWords(paths) {
+  const out = new Set();
+  for (const p of paths) {
+    const field = p.split(".").filter(Boolean).pop() || "";
+    out.add(PART_WORDS[field] || field.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase());
+  }
+  return [...out];
+}
+
+// A list in words: "a, b and c".
+export function words(list) {
+  return list.length < 2 ? list.join("") : `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}`;
 }
 
 // Errors under one path prefix (e.g. "model.logs"): the part of the page they spoil.
@@ -237,7 +309,9 @@ export function secondsSince(iso) {
 export function dur(s) {
   if (s == null || !isFinite(s)) return "—";
   const a = Math.abs(s);
-  if (a < 1) return `${(s * 1000).toFixed(0)} ms`;
+  if (a === 0) return "0 s";
+  if (a < 0.001) return `${(s * 1e6).toFixed(a < 1e-5 ? 1 : 0).replace(/\.0$/, "")} µs`;
+  if (a < 1) return `${(s * 1000).toFixed(a < 0.01 ? 1 : 0).replace(/\.0$/, "")} ms`;
   if (a < 60) return `${s.toFixed(a < 10 ? 1 : 0)} s`;
   if (a < 3600) return `${Math.floor(a / 60)}m ${Math.round(a % 60)}s`;
   if (a < 86400) return `${Math.floor(a / 3600)}h ${Math.round((a % 3600) / 60)}m`;
@@ -247,6 +321,15 @@ export function dur(s) {
 export function ago(iso) {
   const s = secondsSince(iso);
   return s == null ? "—" : `${dur(s)} ago`;
+}
+
+// A model's pace in words: "11.1/min", or how long since its last step when it has no
+// pace now (the API gives none for a failed, ended or stalled model).
+export function paceText(summary) {
+  if (!summary) return "—";
+  if (summary.stepsPerMinute != null) return `${num(summary.stepsPerMinute)}/min`;
+  if (summary.secondsSinceLastStep != null) return `no step for ${dur(summary.secondsSinceLastStep)}`;
+  return "no step yet";
 }
 
 export function num(x, digits = 1) {

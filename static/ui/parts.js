@@ -1,5 +1,20 @@
 // Page furniture: the states a part of a page can be in (loading, empty, failed, partial).
-import { backendName, groupErrors, html } from "./lib.js";
+import { backendName, backendSetup, groupErrors, html, partWords, trouble, words } from "./lib.js";
+
+// One sentence per backend (or code) that failed: what is missing, why, and what to do,
+// in the words people use; the code and the server's own message under "details".
+function Sentence({ g }) {
+  const parts = partWords(g.paths);
+  const missing = parts.length ? `, so ${words(parts.slice(0, 4))}${parts.length > 4 ? ` and ${parts.length - 4} more` : ""} ${parts.length === 1 && !parts[0].endsWith("s") ? "is" : "are"} not shown` : "";
+  const codes = [...g.codes];
+  const unset = g.codes.has("BACKEND_NOT_CONFIGURED");
+  const setup = unset ? backendSetup(g.backend) : null;
+  const who = g.backend ? backendName(g.backend) : "Part of the answer";
+  return html`<strong>${who} ${trouble(codes)}</strong>${missing}.
+    ${setup ? html` To add it, start the inspector with <code data-setup>${setup}</code>.` : ""}
+    ${!unset && g.backend ? " The page tries again every few seconds." : ""}
+    <details class="small"><summary>details</summary>${codes.join(", ") || "error"}: ${g.message}</details>`;
+}
 
 // One banner per backend that failed: which part of the page is missing, and why.
 export function Banners({ errors, failure }) {
@@ -10,16 +25,8 @@ export function Banners({ errors, failure }) {
       Could not refresh: ${failure}. Showing the last answer.
     </div>`}
     ${groups.map(
-      (g) => html`<div
-        class="banner"
-        role="status"
-        data-banner=${g.backend || g.key}
-        key=${g.key}
-      >
-        <strong>${g.backend ? `${backendName(g.backend)} is unavailable` : [...g.codes][0] || "Error"}</strong>
-        ${" "}(${[...g.codes].join(", ") || "error"}): ${g.message}
-        ${g.paths.size > 0 &&
-        html`<span class="muted"> — missing: ${[...g.paths].slice(0, 4).join(", ")}${g.paths.size > 4 ? ` and ${g.paths.size - 4} more` : ""}</span>`}
+      (g) => html`<div class="banner" role="status" data-banner=${g.backend || g.key} key=${g.key}>
+        <${Sentence} g=${g} />
       </div>`,
     )}
   `;
@@ -33,19 +40,21 @@ export function Empty({ children }) {
   return html`<div class="state empty" data-state="empty">${children}</div>`;
 }
 
-// The whole answer is missing (data null): say why, from the errors.
-export function Failed({ errors, failure }) {
+// The whole answer is missing (data null): say why in a sentence, and a way back.
+// `what` and `id` name what the page asked for ("model", "lora-7").
+export function Failed({ errors, failure, what, id, home = true }) {
   const groups = groupErrors(errors);
+  const notFound = groups.some((g) => g.codes.has("NOT_FOUND"));
   return html`<div class="state failed" role="alert" data-state="error">
-    <strong>Nothing to show.</strong>
-    ${failure && html`<p>${failure}</p>`}
-    ${groups.map(
-      (g) =>
-        html`<p data-banner=${g.backend || g.key}>
-          ${g.backend ? `${backendName(g.backend)} is unavailable` : [...g.codes][0] || "Error"}:
-          ${g.message}
-        </p>`,
-    )}
+    ${notFound
+      ? html`<p data-not-found><strong>There is no ${what || "such thing"} “${id}” here.</strong>${" "}
+          It may have ended and been cleaned up, or the link may be mistyped.</p>`
+      : html`<p><strong>Nothing to show.</strong></p>`}
+    ${failure && html`<p>The inspector could not be reached: ${failure}.</p>`}
+    ${groups
+      .filter((g) => !g.codes.has("NOT_FOUND"))
+      .map((g) => html`<p data-banner=${g.backend || g.key} key=${g.key}><${Sentence} g=${g} /></p>`)}
+    ${home && html`<p><a href="#/overview" data-link="overview">Go to the overview</a></p>`}
   </div>`;
 }
 

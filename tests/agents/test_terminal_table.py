@@ -35,3 +35,31 @@ def test_the_attention_list_says_how_many_more_need_a_person() -> None:
     assert last.startswith("... and 20 more") and "--first 20" in last
     everything = {"data": {"attention": {"needing": 10, "scanned": 120, "models": models}}}
     assert "more" not in table.render("attention", everything).splitlines()[-1]
+
+
+def _model_body(per_minute: float | None, since: float | None) -> dict[str, Any]:
+    summary = {
+        "verdict": "STALLED",
+        "stepsPerMinute": per_minute,
+        "medianStepSeconds": 5.4,
+        "secondsSinceLastStep": since,
+        "failedOps": 0,
+        "stuckOps": 0,
+        "lostOps": 0,
+        "workersAlive": 1,
+        "workersTotal": 1,
+        "causes": [],
+        "reasons": ["stalled"],
+        "unknown": [],
+    }
+    model = {"id": "m", "sessionId": "s", "state": "ACTIVE", "summary": summary}
+    return {"data": {"model": model}}
+
+
+def test_a_model_without_a_pace_says_how_long_since_its_last_step() -> None:
+    second = table.render("model_summary", _model_body(None, 3720)).splitlines()[1]
+    assert second.startswith("no step for 1 h 2 min;") and "steps/min" not in second
+    fresh = table.render("model_summary", _model_body(None, None)).splitlines()[1]
+    assert fresh.startswith("no step finished yet;")
+    moving = table.render("model_summary", _model_body(11.1, 2.0)).splitlines()[1]
+    assert moving.startswith("pace 11.1 steps/min, median step 5.4 s;")

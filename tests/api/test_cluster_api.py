@@ -201,7 +201,7 @@ async def test_waiting_model_explains_why(world: World) -> None:
 
 async def test_capacity_matches_the_simulation(world: World) -> None:
     nodes = world.sim.cluster.nodes
-    query = """{ capacity { nodes total held free unhealthy tainted degraded truncated
+    query = """{ capacity { nodes total held free unhealthy unhealthyHeld tainted degraded truncated
         byProduct { product nodes total held free }
         byNode(first: 100) { nodes { nodeName total held free basis condition } } }
       nodes(first: 100) { nodes { name capacity { total held free } } } }"""
@@ -214,9 +214,9 @@ async def test_capacity_matches_the_simulation(world: World) -> None:
     assert (cap["nodes"], cap["total"], cap["held"], cap["free"]) == (
         len(nodes), total, held, total - held,
     )  # fmt: skip
-    assert (cap["unhealthy"], cap["tainted"], cap["degraded"], cap["truncated"]) == (
-        0, 0, False, False,
-    )  # fmt: skip
+    # The gpu_unhealthy scenario's trainer GPU: tainted under the model that holds it.
+    assert (cap["unhealthy"], cap["unhealthyHeld"], cap["tainted"]) == (1, 1, 0)
+    assert (cap["degraded"], cap["truncated"]) == (False, False)
     per_product: Counter[str] = Counter()
     held_product: Counter[str] = Counter()
     for n in nodes:
@@ -233,6 +233,33 @@ async def test_capacity_matches_the_simulation(world: World) -> None:
     assert {c["basis"] for c in cap["byNode"]["nodes"]} == {"dra"}
     listed = body["data"]["nodes"]["nodes"]
     assert {n["name"]: (n["capacity"]["total"], n["capacity"]["held"]) for n in listed} == expected
+
+
+GRID = """{ capacity { total held free tainted unhealthy unhealthyHeld
+    byProduct { total unhealthy unhealthyHeld } }
+  nodes(first: 100) { nodes { name capacity { unhealthy unhealthyHeld }
+    gpus(first: 100) { nodes { uuid kind health held } } } } }"""
+
+
+async def test_capacity_counts_every_gpu_the_grid_shows_unhealthy(world: World) -> None:
+    """A tainted GPU under a model is red on the cluster grid and the model's cause:
+    capacity counts it unhealthy (and held), never 0 unhealthy beside it."""
+    async with app_client(world.store, kubernetes=world.twin) as client:
+        body = await gql(client, GRID)
+    assert "errors" not in body, body
+    data = body["data"]
+    whole = [g for n in data["nodes"]["nodes"] for g in n["gpus"]["nodes"] if g["kind"] != "MIG"]
+    sick = [g for g in whole if g["health"] == "UNHEALTHY"]
+    assert sick, "the simulation stages a tainted GPU"
+    cap = data["capacity"]
+    assert cap["unhealthy"] == len(sick)
+    assert cap["unhealthyHeld"] == sum(g["held"] for g in sick) >= 1
+    assert sum(p["unhealthy"] for p in cap["byProduct"]) == cap["unhealthy"]
+    assert sum(p["unhealthyHeld"] for p in cap["byProduct"]) == cap["unhealthyHeld"]
+    per_node = [n["capacity"] for n in data["nodes"]["nodes"]]
+    assert sum(c["unhealthyHeld"] for c in per_node) == cap["unhealthyHeld"]
+    unheld = cap["unhealthy"] - cap["unhealthyHeld"]
+    assert cap["total"] == cap["held"] + cap["free"] + cap["tainted"] + unheld
 
 
 MIXED = """query($w: ID!, $i: ID!) {

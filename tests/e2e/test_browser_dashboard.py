@@ -228,10 +228,7 @@ def test_pause_stops_the_refresh(ui: Browser) -> None:
 def test_an_unknown_model_says_so(ui: Browser) -> None:
     ui.open("#/model/no-such-model")
     ui.page.wait_for_selector("[data-state=error]")
-    assert (
-        "NOT_FOUND" in ui.page.inner_text("[data-state=error]")
-        or "not" in ui.page.inner_text("[data-state=error]").lower()
-    )
+    assert "There is no model “no-such-model” here." in ui.page.inner_text("[data-state=error]")
 
 
 # Every GraphQL answer reaches the page 7 s late (longer than the 5 s refresh), and the

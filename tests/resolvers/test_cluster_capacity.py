@@ -1,4 +1,5 @@
-"""GPU capacity buckets: every GPU in exactly one of held, free, unhealthy, tainted."""
+"""GPU capacity buckets: every GPU in exactly one of held, free, tainted and
+unhealthy-not-held; an unhealthy GPU is counted unhealthy whether held or not."""
 
 from __future__ import annotations
 
@@ -49,11 +50,11 @@ def test_the_usual_gpu_taint_does_not_block_but_others_do() -> None:
     assert node_condition(None) == "unhealthy"
 
 
-def test_held_gpus_stay_held_on_a_broken_node() -> None:
+def test_held_gpus_stay_held_on_a_broken_node_and_count_unhealthy() -> None:
     gpus = devices()
     held = {g.key for g in gpus[:2]}
     sick = node_capacity("gpu-h100-1", node(ready=False), gpus, held)
-    assert sick.counts == CapacityCounts(total=8, held=2, unhealthy=6)
+    assert sick.counts == CapacityCounts(total=8, held=2, unhealthy=8, unhealthy_held=2)
     cordoned = node_capacity("gpu-h100-1", node(unschedulable=True), gpus, held)
     assert cordoned.counts == CapacityCounts(total=8, held=2, tainted=6)
 
@@ -87,7 +88,9 @@ def test_by_product_splits_a_mixed_cluster() -> None:
     conditions = {c.node: c.condition for c in caps}
     products = {p.product: p for p in by_product(caps, h100 + h200, held, conditions)}
     assert products[kube_objects.H100].counts == CapacityCounts(total=8, held=1, free=7)
-    assert products[kube_objects.H200].counts == CapacityCounts(total=8, held=2, unhealthy=6)
+    assert products[kube_objects.H200].counts == CapacityCounts(
+        total=8, held=2, unhealthy=8, unhealthy_held=2
+    )
     assert products[kube_objects.H200].nodes == 1
 
 
@@ -102,5 +105,6 @@ def test_buckets_always_partition_the_total(count: int, held_n: int, state: str)
         state
     ]
     c = node_capacity("gpu-h100-1", rec, gpus, {g.key for g in gpus[:held_n]}).counts
-    assert c.total == c.held + c.free + c.unhealthy + c.tainted
+    assert c.total == c.held + c.free + c.tainted + c.unhealthy - c.unhealthy_held
     assert c.held == min(held_n, count)
+    assert c.unhealthy_held == (c.held if state == "ready-false" else 0)

@@ -1,5 +1,5 @@
 """Tainted DRA devices in the capacity counts: unhealthy, never free, in node and product
-capacity; a held one stays held. (Cluster capacity: tests/api/test_gpu_health_api.py.)"""
+capacity; a held one stays held and counts unhealthy too. (Cluster capacity: tests/api/test_gpu_health_api.py.)"""
 
 from __future__ import annotations
 
@@ -32,11 +32,11 @@ def test_tainted_gpus_are_unhealthy_not_free() -> None:
     assert cap.counts == CapacityCounts(total=8, free=7, unhealthy=1)
 
 
-def test_a_held_tainted_gpu_stays_held() -> None:
+def test_a_held_tainted_gpu_stays_held_and_counts_unhealthy() -> None:
     gpus = _gpus(kube_health_objects.tainted_slice())
     held = {g.key for g in gpus if g.device in ("gpu-3", "gpu-0")}
     cap = node_capacity("gpu-h100-1", _node(), gpus, held)
-    assert cap.counts == CapacityCounts(total=8, held=2, free=6)
+    assert cap.counts == CapacityCounts(total=8, held=2, free=6, unhealthy=1, unhealthy_held=1)
 
 
 def test_on_a_cordoned_node_tainted_gpus_are_still_unhealthy() -> None:
@@ -67,6 +67,8 @@ def test_buckets_partition_with_taints(tainted: set[int], held_i: set[int], read
     gpus = _gpus(kube_health_objects.tainted_slice(taints=taints))
     held = {g.key for g in gpus if g.index in held_i}
     c = node_capacity("gpu-h100-1", _node(ready=ready), gpus, held).counts
-    assert c.total == c.held + c.free + c.unhealthy + c.tainted == 8
+    assert c.total == c.held + c.free + c.tainted + c.unhealthy - c.unhealthy_held == 8
     assert c.held == len(held_i)
+    assert c.unhealthy == (len(tainted) if ready else 8)
+    assert c.unhealthy_held == (len(held_i & tainted) if ready else len(held_i))
     assert c.free == (8 - len(held_i | tainted) if ready else 0)

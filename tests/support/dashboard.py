@@ -31,7 +31,8 @@ def demo_server(*extra: str) -> Iterator[str]:
         env={**os.environ, "OPENRL_INSPECT_OPEN_BROWSER": "false"},
     )
     try:
-        wait_for_port(port, timeout_s=30)
+        # The demo builds its world before it listens: half a minute on a loaded machine.
+        wait_for_port(port, timeout_s=90)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

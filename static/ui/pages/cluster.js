@@ -1,7 +1,7 @@
 // Cluster: capacity by GPU product, every node's GPUs by duty and holder (a GPU partitioned
 // into MIG slices as one box of its slices), pending workloads.
 import { dutyColour } from "../charts.js";
-import { ago, href, html, navigate, pct, useQuery } from "../lib.js";
+import { ago, backendSetup, href, html, navigate, pct, useQuery } from "../lib.js";
 import { Banners, Empty, Failed, Loading, Missing, Section, Truncated } from "../parts.js";
 
 // "3 held, 5 free of 16" MIG slices, or a dash where none are published.
@@ -9,10 +9,15 @@ function slices(c) {
   return c.slices.total ? `${c.slices.held} held, ${c.slices.free} free of ${c.slices.total}` : "—";
 }
 
+// Unhealthy GPUs, held or not: "2 (1 held)" when a model still holds one of them.
+function unhealthy(c) {
+  return c.unhealthyHeld ? `${c.unhealthy} (${c.unhealthyHeld} held)` : String(c.unhealthy);
+}
+
 function Capacity({ cap }) {
   if (!cap) return html`<${Section} title="Capacity" id="capacity"><${Missing} what="Capacity" /><//>`;
   const note = `${cap.nodes} nodes${cap.partitioned ? `, ${cap.partitioned} GPUs in MIG slices (each counted once)` : ""}${cap.degraded ? ", cache not in sync" : ""}`;
-  const row = (c) => html`<td class="num">${c.total}</td><td class="num">${c.held}</td><td class="num">${c.free}</td><td class="num">${c.unhealthy}</td><td class="num">${c.tainted}</td><td class="num" data-slices>${slices(c)}</td>`;
+  const row = (c) => html`<td class="num">${c.total}</td><td class="num">${c.held}</td><td class="num">${c.free}</td><td class="num" data-unhealthy>${unhealthy(c)}</td><td class="num">${c.tainted}</td><td class="num" data-slices>${slices(c)}</td>`;
   return html`<${Section} title="Capacity" id="capacity" note=${note}>
     <table>
       <thead><tr><th>GPU product</th><th>Nodes</th><th>GPUs</th><th>Held</th><th>Free</th><th>Unhealthy</th><th>Tainted</th><th>MIG slices</th></tr></thead>
@@ -136,21 +141,53 @@ function Pending({ workloads }) {
   <//>`;
 }
 
+// Every colour the grid uses: a held GPU takes its duty's colour, anywhere on the scale
+// from idle to busy (the scale drawn whole, with its stops), grey when DCGM has no samples.
+function Legend() {
+  const stops = [0, 0.25, 0.5, 0.75, 1];
+  const scale = `linear-gradient(to right, ${stops.map((d) => `${dutyColour(d)} ${d * 100}%`).join(", ")})`;
+  return html`<div class="legend" data-legend>
+    <span data-legend-state="held"><i class="gpu gpu-held sample"></i>held (filled with its duty)</span>
+    <span data-legend-state="free"><i class="gpu gpu-free sample"></i>free</span>
+    <span data-legend-state="unhealthy"><i class="gpu gpu-unhealthy sample"></i>unhealthy</span>
+    <span data-legend-state="tainted"><i class="gpu gpu-tainted sample"></i>tainted or cordoned</span>
+    <span data-legend-state="mig"><i class="gpu gpu-mig sample" style="--cols:2"><b class="slice gpu-held"></b><b class="slice gpu-held"></b><b class="slice gpu-free"></b><b class="slice gpu-free"></b></i>a GPU in MIG slices</span>
+    <span data-legend-duty>duty over 10 min: idle 0%
+      <i class="scale" style=${`background:${scale}`} data-scale=${stops.map(dutyColour).join(" ")}></i> 100% busy</span>
+    <span data-legend-nodata><i class="sample" style=${`background:${dutyColour(null)}`}></i>no duty samples</span>
+  </div>`;
+}
+
+// Served without Kubernetes: no cluster to show, and the setting that turns it on.
+function NoKubernetes() {
+  return html`<div data-page="cluster">
+    <${Section} title="Cluster" id="no-kubernetes">
+      <div class="state empty" data-state="no-kubernetes">
+        <p><strong>This inspector was started without Kubernetes</strong>, so it has no nodes, GPUs
+          or pending workloads to show.</p>
+        <p>To see them, start it with <code data-setup>${backendSetup("kubernetes")}</code>.</p>
+      </div>
+    <//>
+  </div>`;
+}
+
+function kubernetesUnset(errors) {
+  return (errors || []).some(
+    (e) => e.extensions?.backend === "kubernetes" && e.extensions?.code === "BACKEND_NOT_CONFIGURED",
+  );
+}
+
 export function Cluster({ route }) {
   const q = useQuery("cluster", {});
   if (q.loading && !q.data) return html`<${Loading} what="the cluster" />`;
+  if (kubernetesUnset(q.errors)) return html`<${NoKubernetes} />`;
   if (!q.data) return html`<${Failed} errors=${q.errors} failure=${q.failure} />`;
   const nodes = q.data.nodes;
   return html`<div data-page="cluster">
     <${Banners} errors=${q.errors} failure=${q.failure} />
     <${Capacity} cap=${q.data.capacity} />
     <${Section} title="GPUs" id="gpus" note="colour: duty over 10 min; hover or focus for the holder, click to open it">
-      <div class="legend">
-        <span><i class="gpu gpu-held sample"></i>held</span><span><i class="gpu gpu-free sample"></i>free</span>
-        <span><i class="gpu gpu-unhealthy sample"></i>unhealthy</span><span><i class="gpu gpu-tainted sample"></i>tainted</span>
-        <span><i class="gpu gpu-mig sample" style="--cols:2"><b class="slice gpu-held"></b><b class="slice gpu-held"></b><b class="slice gpu-free"></b><b class="slice gpu-free"></b></i>a GPU in MIG slices</span>
-        <span><i class="sample" style=${`background:${dutyColour(0)}`}></i>idle</span><span><i class="sample" style=${`background:${dutyColour(1)}`}></i>busy</span>
-      </div>
+      <${Legend} />
       ${nodes == null
         ? html`<${Missing} what="Nodes" />`
         : nodes.nodes.length === 0

@@ -1,5 +1,18 @@
 // Model: its header, its diagnosis with the evidence it names, and every part behind it.
-import { GRAPHIQL, Verdict, ago, dur, href, html, time, useQuery } from "../lib.js";
+import {
+  GRAPHIQL,
+  Verdict,
+  ago,
+  backendName,
+  dur,
+  href,
+  html,
+  paceText,
+  time,
+  trouble,
+  useQuery,
+  words,
+} from "../lib.js";
 import { Banners, Empty, Failed, Loading, Missing, Section } from "../parts.js";
 import {
   Events,
@@ -30,7 +43,7 @@ function Header({ m }) {
       <div><dt>Base model</dt><dd>${m.baseModel}</dd></div>
       <div><dt>Session</dt><dd><a href=${href("session", m.sessionId)}>${m.sessionId}</a></dd></div>
       <div><dt>Owner</dt><dd>${m.session?.owner || "—"}</dd></div>
-      <div><dt>Steps</dt><dd>${m.stepCount} <span class="muted">(${s?.stepsPerMinute != null ? `${s.stepsPerMinute.toFixed(1)}/min, median ${dur(s.medianStepSeconds)}` : "no pace"})</span></dd></div>
+      <div><dt>Steps</dt><dd>${m.stepCount} <span class="muted" data-pace>(${paceText(s)}${s?.medianStepSeconds != null ? `, median step ${dur(s.medianStepSeconds)}` : ""})</span></dd></div>
       <div><dt>Workers</dt><dd>${s ? `${s.workersAlive} of ${s.workersTotal} alive` : "—"}</dd></div>
       <div><dt>Ops</dt><dd>${s ? `${s.openOps} open, ${s.stuckOps} stuck, ${s.lostOps} lost, ${s.failedOps} failed` : "—"}</dd></div>
       <div><dt>Created</dt><dd>${ago(m.createdAt)}</dd></div>
@@ -75,8 +88,8 @@ function Diagnosis({ m, params }) {
   return html`<${Section} title="Diagnosis" id="diagnosis">
     ${s.unknown.length > 0 &&
     html`<p class="warn" data-unknown>
-      Not judged (causes unknown, not absent):
-      ${s.unknown.map((u) => html`<span class="kv" key=${u.backend}><b>${u.backend}</b> ${u.code}</span>`)}
+      ${"Some causes are unknown, not absent: "}
+      ${words(s.unknown.map((u) => `${backendName(u.backend)} ${trouble([u.code])}`))}.
     </p>`}
     ${s.causes.length === 0
       ? html`<${Empty}>${s.reasons[0] || "Nothing wrong found."}</${Empty}>`
@@ -118,7 +131,7 @@ export function Model({ route }) {
   const q = useQuery("model", variables(route.id, route.params));
   if (q.loading && !q.data) return html`<${Loading} what=${`model ${route.id}`} />`;
   const m = q.data?.model;
-  if (!m) return html`<${Failed} errors=${q.errors} failure=${q.failure} />`;
+  if (!m) return html`<${Failed} errors=${q.errors} failure=${q.failure} what="model" id=${route.id} />`;
   const p = route.params;
   return html`<div data-page="model">
     <${Banners} errors=${q.errors} failure=${q.failure} />

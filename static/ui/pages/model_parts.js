@@ -3,6 +3,15 @@ import { DutyBar, StackedBars } from "../charts.js";
 import { Health, ago, dur, href, html, navigate, num, pct, time } from "../lib.js";
 import { Empty, Missing, Section, Truncated } from "../parts.js";
 
+// Where the worker logs came from, and why a page of them is short, in words.
+const LOG_SOURCES = { CLOUD_LOGGING: "Cloud Logging", KUBERNETES: "the pods' logs (Kubernetes)" };
+const LOG_CUTS = {
+  LIMIT: "one page shown: “older →” for more",
+  MAX_ENTRIES: "stopped at the most lines the server returns at once",
+  MAX_BYTES: "stopped at the most text the server returns at once",
+  SCAN_BUDGET: "stopped after reading too many lines: narrow the time or the severity",
+};
+
 const SEVERITIES = ["DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"];
 
 export function Timeline({ steps }) {
@@ -20,7 +29,7 @@ export function Timeline({ steps }) {
     const parts = [...by].map(([kind, seconds]) => ({ kind, seconds }));
     parts.push({ kind: "queue wait", seconds: wait });
     const title = `step ${st.number}: ${dur(st.durationSeconds)}; ${parts.map((p) => `${p.kind} ${dur(p.seconds)}`).join(", ")}`;
-    return { label: String(st.number), parts, title };
+    return { label: String(st.number), parts, span: st.durationSeconds, title };
   });
   kinds.push("queue wait");
   return html`<${Section} title="Step timeline" id="timeline" note="op run time by kind, and queue wait, per step">
@@ -180,7 +189,7 @@ function LogFilters({ id, params }) {
 }
 
 export function Logs({ id, logs, params }) {
-  return html`<${Section} title="Logs" id="logs" note=${logs?.backend ? `from ${logs.backend}, newest first` : ""}>
+  return html`<${Section} title="Logs" id="logs" note=${logs?.backend ? `from ${LOG_SOURCES[logs.backend] || logs.backend}, newest first` : ""}>
     <${LogFilters} id=${id} params=${params} />
     ${logs == null
       ? html`<${Missing} what="Logs" />`
@@ -198,7 +207,7 @@ export function Logs({ id, logs, params }) {
     <div class="pager">
       ${params.logsAfter && html`<a href=${href("model", id, { ...params, logsAfter: "" })}>newest</a>`}
       ${logs?.pageInfo?.hasNextPage && html`<a href=${href("model", id, { ...params, logsAfter: logs.pageInfo.endCursor })} data-link="older">older →</a>`}
-      ${logs?.truncated && html`<span class="muted small">cut: ${logs.truncatedReason}</span>`}
+      ${logs?.truncated && html`<span class="muted small" data-cut>${LOG_CUTS[logs.truncatedReason] || "more lines exist than shown"}</span>`}
       ${logs?.explorerUrl && html`<a href=${logs.explorerUrl} target="_blank" rel="noopener noreferrer">open in Logs Explorer ↗</a>`}
     </div>
   <//>`;

@@ -9,7 +9,7 @@ import {
   href,
   html,
   navigate,
-  num,
+  paceText,
   pct,
   secondsSince,
   useMemo,
@@ -35,6 +35,7 @@ function rows(data) {
         verdict: m.summary?.verdict || null,
         top,
         pace: m.summary?.stepsPerMinute ?? null,
+        paceText: paceText(m.summary),
         durations: (m.steps?.nodes || []).filter(Boolean).map((st) => st.durationSeconds).reverse(),
         gpus: m.gpuActivity?.gpuCount ?? null,
         duty: m.gpuActivity?.duty ?? null,
@@ -52,9 +53,15 @@ const SORTS = {
   state: (a, b) => STATES.indexOf(a.state) - STATES.indexOf(b.state),
 };
 
+// The verdict filter's "needs a person": every verdict the attention list takes.
+const NEEDS_A_PERSON = "ATTENTION";
+const FINE = new Set(["PROGRESSING", "ENDED"]);
+
 function matches(r, p) {
   if (p.state && r.state !== p.state) return false;
-  if (p.verdict && r.verdict !== p.verdict) return false;
+  if (p.verdict === NEEDS_A_PERSON) {
+    if (!r.verdict || FINE.has(r.verdict)) return false;
+  } else if (p.verdict && r.verdict !== p.verdict) return false;
   if (p.owner && r.owner !== p.owner) return false;
   if (p.base && r.baseModel !== p.base) return false;
   if (p.q) {
@@ -64,6 +71,22 @@ function matches(r, p) {
     if (!hay.includes(p.q.toLowerCase())) return false;
   }
   return true;
+}
+
+// The models below the list: shown in the table, filtered to those that need a person.
+function More({ attention, shown }) {
+  const more = attention.needing - shown;
+  if (more <= 0) return null;
+  const open = (e) => {
+    e.preventDefault();
+    navigate("overview", null, { verdict: NEEDS_A_PERSON, sort: "verdict" });
+    document.getElementById("h-models")?.scrollIntoView();
+  };
+  return html`<p class="more" data-more=${more}>
+    ${`${more} more ${more === 1 ? "needs" : "need"} a person. `}
+    <a href=${href("overview", null, { verdict: NEEDS_A_PERSON, sort: "verdict" })} onClick=${open} data-link="more"
+      >Show all ${attention.needing} in the table below</a>
+  </p>`;
 }
 
 function Attention({ attention }) {
@@ -86,6 +109,7 @@ function Attention({ attention }) {
             </li>`,
           )}
         </ul>`}
+    <${More} attention=${attention} shown=${list.length} />
   <//>`;
 }
 
@@ -110,7 +134,15 @@ function Filters({ params, all }) {
         onInput=${(e) => set("q", e.target.value, true)}
       />
     </label>
-    ${select("state", "State", STATES)} ${select("verdict", "Verdict", VERDICTS)}
+    ${select("state", "State", STATES)}
+    <label>
+      Verdict
+      <select value=${params.verdict || ""} onChange=${(e) => set("verdict", e.target.value)} name="verdict">
+        <option value="">all</option>
+        <option value=${NEEDS_A_PERSON}>needs a person</option>
+        ${VERDICTS.map((v) => html`<option value=${v}>${v}</option>`)}
+      </select>
+    </label>
     ${select("owner", "Owner", options("owner"))} ${select("base", "Base model", options("baseModel"))}
     <label>
       Sort
@@ -142,7 +174,7 @@ function ModelRow({ r }) {
     <td><${Verdict} v=${r.verdict} /></td>
     <td class="cause">${r.top ? html`<span class="kind">${r.top.kind}</span> ${r.top.statement}` : html`<span class="muted">—</span>`}</td>
     <td>${r.state}<div class="muted small">${dur(secondsSince(r.stateSince))}</div></td>
-    <td class="num">${num(r.pace)} <${Sparkline} values=${r.durations} label=${`step durations of ${r.id}`} /></td>
+    <td class="num"><span data-pace>${r.paceText}</span> <${Sparkline} values=${r.durations} label=${`step durations of ${r.id}`} /></td>
     <td class="num">${r.gpus ?? "—"} <${DutyBar} duty=${r.duty} /> <span class="small">${pct(r.duty)}</span></td>
     <td><a href=${href("session", r.session)}>${r.owner}</a></td>
     <td class="small">${r.baseModel}</td>
@@ -159,7 +191,7 @@ export function Overview({ route }) {
     [all, params],
   );
   if (q.loading && !q.data) return html`<${Loading} what="the overview" />`;
-  if (!q.data) return html`<${Failed} errors=${q.errors} failure=${q.failure} />`;
+  if (!q.data) return html`<${Failed} errors=${q.errors} failure=${q.failure} home=${false} />`;
   const sessions = q.data.sessions;
   return html`<div data-page="overview">
     <${Banners} errors=${q.errors} failure=${q.failure} />
@@ -175,7 +207,7 @@ export function Overview({ route }) {
         ? html`<${Empty}>${all.length ? "No model matches these filters." : "No live sessions."}</${Empty}>`
         : html`<div class="scroll"><table class="models">
             <thead><tr>
-              <th>Model</th><th>Verdict</th><th>Top cause</th><th>State</th><th>Pace (steps/min)</th>
+              <th>Model</th><th>Verdict</th><th>Top cause</th><th>State</th><th>Pace</th>
               <th>GPUs · duty</th><th>Owner</th><th>Base model</th><th>Age</th>
             </tr></thead>
             <tbody>${shown.map((r) => html`<${ModelRow} r=${r} key=${r.id} />`)}</tbody>

@@ -1,6 +1,27 @@
 // Session: its client, its models rolled up, and its models.
-import { VERDICTS, Verdict, ago, dur, href, html, num, secondsSince, useQuery } from "../lib.js";
+import {
+  VERDICTS,
+  Verdict,
+  ago,
+  backendName,
+  dur,
+  href,
+  html,
+  num,
+  paceText,
+  secondsSince,
+  trouble,
+  useQuery,
+  words,
+} from "../lib.js";
 import { Banners, Empty, Failed, Loading, Section, Truncated } from "../parts.js";
+
+// The session's pace: its stepping models' paces added up, or why there is none.
+function sessionPace(s) {
+  if (s.stepsPerMinute == null) return "no model of it is stepping now, so it has no pace";
+  const median = s.medianStepSeconds != null ? ` (median step ${dur(s.medianStepSeconds)})` : "";
+  return `its stepping models make ${num(s.stepsPerMinute)} steps/min together${median}`;
+}
 
 function Summary({ s }) {
   if (!s) return null;
@@ -8,8 +29,8 @@ function Summary({ s }) {
     <div class="counts">
       ${s.byVerdict.map((c) => html`<span class="count" key=${c.verdict} data-count=${c.verdict}><${Verdict} v=${c.verdict} /> ${c.count}</span>`)}
     </div>
-    <p>${s.failedOps} failed, ${s.lostOps} lost and ${s.stuckOps} stuck ops; pace ${num(s.stepsPerMinute)} steps/min (median step ${dur(s.medianStepSeconds)}).</p>
-    ${s.unknown.length > 0 && html`<p class="warn">Not judged: ${s.unknown.map((u) => `${u.backend} (${u.code})`).join(", ")}</p>`}
+    <p>${s.failedOps} failed, ${s.lostOps} lost and ${s.stuckOps} stuck ops; <span data-pace>${sessionPace(s)}</span>.</p>
+    ${s.unknown.length > 0 && html`<p class="warn">Some causes are unknown, not absent: ${words(s.unknown.map((u) => `${backendName(u.backend)} ${trouble([u.code])}`))}.</p>`}
     ${s.worst.length > 0 &&
     html`<h3>Worst</h3><ul class="attention">
       ${s.worst.map(
@@ -26,7 +47,7 @@ export function SessionPage({ route }) {
   const q = useQuery("session", { id: route.id });
   if (q.loading && !q.data) return html`<${Loading} what=${`session ${route.id}`} />`;
   const s = q.data?.session;
-  if (!s) return html`<${Failed} errors=${q.errors} failure=${q.failure} />`;
+  if (!s) return html`<${Failed} errors=${q.errors} failure=${q.failure} what="session" id=${route.id} />`;
   const models = (s.models?.nodes || []).filter(Boolean);
   models.sort((a, b) => VERDICTS.indexOf(a.summary?.verdict) - VERDICTS.indexOf(b.summary?.verdict));
   return html`<div data-page="session">
@@ -53,7 +74,7 @@ export function SessionPage({ route }) {
                 <td><${Verdict} v=${m.summary?.verdict} /></td>
                 <td class="cause">${m.summary?.causes?.[0]?.statement || html`<span class="muted">—</span>`}</td>
                 <td>${m.state} <span class="muted small">${dur(secondsSince(m.stateSince))}</span></td>
-                <td class="num">${m.stepCount}</td><td class="num">${num(m.summary?.stepsPerMinute)}</td>
+                <td class="num">${m.stepCount}</td><td class="num" data-pace>${paceText(m.summary)}</td>
                 <td class="small">${m.baseModel}</td><td class="small">${ago(m.createdAt)}</td>
               </tr>`,
             )}</tbody>

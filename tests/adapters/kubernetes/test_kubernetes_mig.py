@@ -97,7 +97,7 @@ def test_a_partitioned_node_counts_its_gpus_once_and_its_slices_apart() -> None:
     assert cap.partitioned == 4 and cap.product == kube_mig_objects.H100
 
 
-def test_a_tainted_slice_makes_its_gpu_unhealthy_unless_held() -> None:
+def test_a_tainted_slice_makes_its_gpu_unhealthy_held_or_not() -> None:
     xid = {"key": "gpu.nvidia.com/xid", "value": "94", "effect": "NoSchedule"}
     obj = kube_mig_objects.static_mig_slice(NODE, 2)
     obj["spec"]["devices"][5]["taints"] = [xid]  # GPU 1's second slice
@@ -107,7 +107,7 @@ def test_a_tainted_slice_makes_its_gpu_unhealthy_unless_held() -> None:
     assert cap.slices == CapacityCounts(total=8, free=7, unhealthy=1)
     held = names(gpus, {1: 1})
     cap = node_capacity(NODE, node(), gpus, held)
-    assert cap.counts == CapacityCounts(total=2, held=1, free=1)
+    assert cap.counts == CapacityCounts(total=2, held=1, free=1, unhealthy=1, unhealthy_held=1)
     assert cap.slices == CapacityCounts(total=8, held=1, free=6, unhealthy=1)
 
 
