@@ -18,7 +18,8 @@ from openrl_inspect.adapters.redis import (
 )
 from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
-from openrl_inspect.state.paging import Page, PageRequest
+from openrl_inspect.state.filters import ModelQuery
+from openrl_inspect.state.paging import Page, PageRequest, Position
 from openrl_inspect.state.records import (
     ModelRecord,
     OpRecord,
@@ -43,6 +44,10 @@ class StateLoaders:
     sampler_batches: BatchLoader[SamplerBatchRequest, SamplerBatchSlice]
     # (model id, newest steps wanted) -> the model's rollup (state/rollup.py)
     rollups: BatchLoader[tuple[str, int], ModelRollup | None]
+    # a filtered list of models (state/filters.py), counted exactly
+    model_pages: BatchLoader[ModelQuery, Page]
+    # (quiet before, cap) -> (live models, the quiet ones longest quiet first)
+    live_models: BatchLoader[tuple[float, int], tuple[int, list[Position]]]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
@@ -52,6 +57,11 @@ class StateLoaders:
             if reader is None:
                 raise BackendNotConfigured("redis", "sampler batches are not readable here")
             return await reader.sampler_batches(requests)
+
+        async def load_live(
+            asks: list[tuple[float, int]],
+        ) -> list[tuple[int, list[Position]]]:
+            return [await store.live_models(before, cap) for before, cap in asks]
 
         return cls(
             pages=BatchLoader(store.pages),
@@ -64,4 +74,6 @@ class StateLoaders:
             placements=BatchLoader(store.placements),
             sampler_batches=BatchLoader(load_batches),
             rollups=BatchLoader(store.rollups),
+            model_pages=BatchLoader(store.model_pages),
+            live_models=BatchLoader(load_live),
         )

@@ -25,11 +25,32 @@ class StateQuery:
         page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
         return Connection.of(page, Session.from_record)
 
-    @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
+    @strawberry.field(
+        description="Models matching every filter given (at least one), newest first: by "
+        "the time they entered `state` when it is given, else by creation. Filtered before "
+        "the page is cut: every page is full unless it is the last, and `totalCount` counts "
+        "every match. Owner and base model filters need the model indexes "
+        "(`INDEXES_NOT_BUILT` until `openrl-inspect reindex` ran on older data)."
+    )
     async def models(
-        self, info: Info, state: ModelState, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        state: ModelState | None = None,
+        owner: str | None = None,
+        session: strawberry.ID | None = None,
+        base_model: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
     ) -> Connection[Model]:
-        page = await state_reads.models_in_state(info.context, state, first, after)
+        page = await state_reads.models(
+            info.context,
+            state=state,
+            owner=owner,
+            session=session,
+            base_model=base_model,
+            first=first,
+            after=after,
+        )
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")

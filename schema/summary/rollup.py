@@ -91,10 +91,15 @@ class SessionSummary:
 @strawberry.type(description="The models that most need a person, most urgent first.")
 class Attention:
     models: list[ModelBrief]
-    scanned: int = strawberry.field(description="Models judged.")
-    needing: int = strawberry.field(description="Of those, how many need a person.")
+    scanned: int = strawberry.field(
+        description="Live models looked at: every one (its last progress, from the live index)."
+    )
+    needing: int = strawberry.field(description="How many need a person, on every page.")
+    remaining: int = strawberry.field(description="Of those, how many come after this page.")
+    has_next_page: bool
+    end_cursor: str | None = strawberry.field(description="`after` for the next page.")
     truncated: bool = strawberry.field(
-        description="More models were in those states than were judged (raise `scan`)."
+        description="More quiet or recently failed models than one answer judges."
     )
 
 
@@ -116,15 +121,28 @@ class SessionSummaryFields:
 class SummaryQuery:
     @strawberry.field(
         description="The models that most need a person, ranked: failed, lost, stuck, "
-        "stalled, waiting, slow. Judges the newest `scan` models of each live state and "
-        "those failed in the last day."
+        "stalled, waiting. Looks at every live model: those quiet for longer than the "
+        "heartbeat timeout, and those failed in the last day, are judged in full; paged "
+        "with `after`."
     )
-    async def attention(self, info: Info, first: int = 10, scan: int = 50) -> Attention:
+    async def attention(
+        self,
+        info: Info,
+        first: int = 10,
+        after: str | None = None,
+        scan: Annotated[
+            int | None,
+            strawberry.argument(deprecation_reason="Every live model is looked at now."),
+        ] = None,
+    ) -> Attention:
         ctx = info.context
-        found = await summary_rollup.attention(ctx, first, scan)
+        found = await summary_rollup.attention(ctx, first, after)
         return Attention(
             models=[ModelBrief.from_record(m, ctx.logs.describe) for m in found.models],
             scanned=found.scanned,
             needing=found.needing,
+            remaining=found.remaining,
+            has_next_page=found.has_next,
+            end_cursor=found.end_cursor,
             truncated=found.truncated,
         )

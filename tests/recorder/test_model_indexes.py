@@ -1,36 +1,18 @@
 """The model indexes the recorder keeps as it writes (docs/redis-schema.md, "Model
 indexes"): by owner, by base model, the live models by last progress; combined exactly
-like every other write, whatever the order the records' times come in."""
+like every other write (``test_recorder_unit``, also with times out of order)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from hypothesis import HealthCheck, given, settings, strategies
-from openrl_inspect.recorder import Recorder, Retention
+import fakeredis
+from openrl_inspect.recorder import Recorder, RecorderSettings
 from openrl_inspect.state import keys
-from test_recorder_unit import QUIET, _record_calls, dump, fake
+
+QUIET = RecorderSettings(publish_counters=False, recorder_id="idx-test", flush_at_exit=False)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(calls=_record_calls(), times=strategies.lists(strategies.integers(0, 5), min_size=40))
-def test_combined_writes_with_times_out_of_order_leave_what_one_by_one_leaves(
-    calls: list[tuple[str, tuple[Any, ...]]], times: list[int]
-) -> None:
-    # Records of one model come from several processes: their times need not rise, and
-    # the live index's ZADD XX GT must combine exactly all the same.
-    retention = Retention(max_steps_per_model=10_000)
-    results = []
-    for batch_size in (1000, 1):
-        client = fake()
-        rec = Recorder(client, retention, settings=QUIET, batch_size=batch_size, start=False)
-        for i, (name, args) in enumerate(calls):
-            getattr(rec, name)(*args, at=float(times[i]))
-        rec.flush()
-        assert rec.stats().written == len(calls)
-        state = dump(client)
-        results.append({k: v for k, v in state.items() if ":rollup" not in k})
-    assert results[0] == results[1]
+def fake() -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
 
 
 def test_models_are_indexed_by_owner_base_and_live_with_their_last_progress() -> None:
