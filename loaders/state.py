@@ -18,8 +18,8 @@ from openrl_inspect.adapters.redis import (
 )
 from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
-from openrl_inspect.state.filters import ModelQuery
-from openrl_inspect.state.paging import Page, PageRequest, Position
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
+from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
     OpRecord,
@@ -46,8 +46,8 @@ class StateLoaders:
     rollups: BatchLoader[tuple[str, int], ModelRollup | None]
     # a filtered list of models (state/filters.py), counted exactly
     model_pages: BatchLoader[ModelQuery, Page]
-    # (quiet before, cap) -> (live models, the quiet ones longest quiet first)
-    live_models: BatchLoader[tuple[float, int], tuple[int, list[Position]]]
+    # the live models counted, the quiet and the recently failed ones (attention)
+    live_models: BatchLoader[LiveAsk, LiveModels]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
@@ -58,10 +58,8 @@ class StateLoaders:
                 raise BackendNotConfigured("redis", "sampler batches are not readable here")
             return await reader.sampler_batches(requests)
 
-        async def load_live(
-            asks: list[tuple[float, int]],
-        ) -> list[tuple[int, list[Position]]]:
-            return [await store.live_models(before, cap) for before, cap in asks]
+        async def load_live(asks: list[LiveAsk]) -> list[LiveModels]:
+            return [await store.live_models(ask) for ask in asks]
 
         return cls(
             pages=BatchLoader(store.pages),

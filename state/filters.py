@@ -43,3 +43,19 @@ def after(pos: Position | None, items: list[Position]) -> list[Position]:
     return [
         p for p in items if p.score < pos.score or (p.score == pos.score and p.member < pos.member)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveAsk:
+    """What attention reads of the live and failed indexes (``StateStore.live_models``)."""
+
+    quiet_before: float  # live models whose last progress is older than this
+    failed_since: float  # failed models that failed at or after this
+    cap: int  # the most of each
+
+
+@dataclass(frozen=True, slots=True)
+class LiveModels:
+    live: int  # every live model
+    quiet: list[Position]  # longest quiet first
+    failed: list[Position]  # newest failure first

@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from openrl_inspect.adapters.redis._client import Pipe
+from openrl_inspect.core.domain import ModelState
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.state import keys
-from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery, after
+from openrl_inspect.state.filters import MAX_CANDIDATES, LiveAsk, LiveModels, ModelQuery, after
 from openrl_inspect.state.paging import Page, Position
 
 Run = Callable[[Callable[[Pipe], None]], Awaitable[list[Any]]]
@@ -112,3 +113,27 @@ async def _check(
             continue  # in no state: its record expired, the index entry outlived it
         out.append(Position(found if q.state is not None else created[mid], mid))
     return out
+
+
+def queue_live(pipe: Pipe, *, ask: LiveAsk) -> None:
+    """The live index's size, its quiet end, and the failed index's recent end."""
+    pipe.zcard(keys.MODELS_LIVE)
+    pipe.zrangebyscore(
+        keys.MODELS_LIVE, "-inf", f"({ask.quiet_before!r}", start=0, num=ask.cap, withscores=True
+    )
+    pipe.zrevrangebyscore(
+        keys.models_in_state(ModelState.FAILED),
+        "+inf",
+        repr(ask.failed_since),
+        start=0,
+        num=ask.cap,
+        withscores=True,
+    )
+
+
+def decode_live(raw: list[Any]) -> LiveModels:
+    return LiveModels(
+        live=int(raw[0]),
+        quiet=[Position(float(s), str(m)) for m, s in raw[1]],
+        failed=[Position(float(s), str(m)) for m, s in raw[2]],
+    )

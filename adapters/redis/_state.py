@@ -25,7 +25,7 @@ from openrl_inspect.adapters.redis._client import (
     guarded,
     run,
 )
-from openrl_inspect.adapters.redis._model_index import filtered
+from openrl_inspect.adapters.redis._model_index import decode_live, filtered, queue_live
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
 from openrl_inspect.core.errors import (
     BackendProtocolError,
@@ -36,7 +36,7 @@ from openrl_inspect.core.errors import (
 )
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT
-from openrl_inspect.state.filters import ModelQuery
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -97,7 +97,7 @@ class StateStore(Protocol):
 
     async def indexes_built(self) -> bool: ...
 
-    async def live_models(self, quiet_before: float, cap: int) -> tuple[int, list[Position]]: ...
+    async def live_models(self, ask: LiveAsk) -> LiveModels: ...
 
 
 def list_key(ref: ListRef) -> str:
@@ -230,20 +230,14 @@ class RedisStateStore:
             raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
         return [await filtered(self._run, q) for q in queries]
 
-    async def live_models(self, quiet_before: float, cap: int) -> tuple[int, list[Position]]:
-        """How many models are live, and those (up to ``cap``) that last moved before
-        ``quiet_before``, longest quiet first: one round trip."""
+    async def live_models(self, ask: LiveAsk) -> LiveModels:
+        """How many models are live, those (up to ``cap``) that last moved before
+        ``quiet_before``, longest quiet first, and those failed since ``failed_since``,
+        newest first: one round trip."""
         if not await self.indexes_built():
             raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
-
-        def build(pipe: Pipe) -> None:
-            pipe.zcard(keys.MODELS_LIVE)
-            pipe.zrangebyscore(
-                keys.MODELS_LIVE, "-inf", f"({quiet_before!r}", start=0, num=cap, withscores=True
-            )
-
-        raw = await self._run(build)
-        return int(raw[0]), [Position(s, m) for m, s in _pairs(raw[1])]
+        raw = await self._run(partial(queue_live, ask=ask))
+        return decode_live(raw)
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
         def build(pipe: Pipe) -> None:

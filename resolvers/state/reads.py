@@ -12,7 +12,7 @@ from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.decode import MAX_INT
-from openrl_inspect.state.filters import ModelQuery
+from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
 from openrl_inspect.state.paging import ListRef, Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import (
@@ -166,6 +166,15 @@ async def models(
     ]
     end = encode_cursor(MODELS_CURSOR, page.items[-1]) if page.items else None
     return Paged(items, page.total, page.has_next, position is not None, end)
+
+
+async def viewer_model_ids(ctx: Context) -> list[str]:
+    """Every model of the principal's owners, newest first, read from their indexes: a
+    viewer's lists of other backends' objects start from these, never from a wider page
+    filtered afterwards."""
+    owners = tuple(sorted(ctx.principal.owners))
+    page = await ctx.state.model_pages.load(ModelQuery(MAX_CANDIDATES, owners=owners))
+    return _ids(page.items)
 
 
 async def session_models(

@@ -20,6 +20,7 @@ from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Unknown
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
+from openrl_inspect.state.filters import LiveAsk
 from openrl_inspect.state.paging import Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import ModelRecord
 
@@ -143,21 +144,20 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
     """
     check_count("first", first, MAX_WORST)
     offset = _offset(after)
-    quiet_before = ctx.now - ctx.thresholds.heartbeat_stale_s
-    live, quiet = await ctx.state.live_models.load((quiet_before, MAX_JUDGED + 1))
-    failed = await state_reads.models(
-        ctx, state=ModelState.FAILED, first=ctx.bounds.max_page_size, after=None
+    ask = LiveAsk(
+        quiet_before=ctx.now - ctx.thresholds.heartbeat_stale_s,
+        failed_since=ctx.now - RECENT_FAILURE_S,
+        cap=MAX_JUDGED + 1,
     )
-    recent = ctx.now - RECENT_FAILURE_S
-    failed_recent = [m for m in failed.readable() if (m.state_at or 0.0) >= recent]
-    ids = [p.member for p in quiet[:MAX_JUDGED]]
-    records = await ctx.state.models.load_each(ids, BadRecord)
-    quiet_models = [r for r in records if isinstance(r, ModelRecord)]
+    found = await ctx.state.live_models.load(ask)
+    live = found.live
+    ids = [p.member for p in found.quiet[:MAX_JUDGED] + found.failed[:MAX_JUDGED]]
+    records = await ctx.state.models.load_each(list(dict.fromkeys(ids)), BadRecord)
+    models = [r for r in records if isinstance(r, ModelRecord)]
     if not scope.sees_everything(ctx):
-        seen = await scope.visible_model_ids(ctx, (m.id for m in quiet_models))
-        quiet_models = [m for m in quiet_models if m.id in seen]
+        seen = await scope.visible_model_ids(ctx, (m.id for m in models))
+        models = [m for m in models if m.id in seen]
         live = await _live_of_viewer(ctx)
-    models = list({m.id: m for m in [*quiet_models, *failed_recent]}.values())
     summaries = await summarise_all(ctx, models)
     needing = ranked(ctx.now, summaries)
     page = needing[offset : offset + first]
@@ -166,9 +166,7 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
         models=page,
         scanned=live,
         needing=len(needing),
-        # the failed page ended while still among the recently failed: more may be
-        truncated=len(quiet) > MAX_JUDGED
-        or (failed.has_next and len(failed_recent) == len(failed.readable())),
+        truncated=len(found.quiet) > MAX_JUDGED or len(found.failed) > MAX_JUDGED,
         end_cursor=encode_cursor(_CURSOR, Position(end, "")) if page else after,
         has_next=end < len(needing),
         offset=offset,
