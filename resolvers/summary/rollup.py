@@ -105,7 +105,9 @@ async def session_summary(ctx: Context, sid: str, worst: int) -> SessionSummary:
 @dataclass(frozen=True)
 class Attention:
     models: list[ModelSummary]
-    scanned: int  # the live models (each one's last progress read from the live index)
+    # every live model (its last progress read from the live index) and every model
+    # failed in the last day: the models looked at, so ``needing`` never exceeds it
+    scanned: int
     needing: int  # how many need a person, this page and the next ones
     truncated: bool  # more quiet or recently failed models than one answer judges
     end_cursor: str | None
@@ -150,21 +152,22 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
         cap=MAX_JUDGED + 1,
     )
     found = await ctx.state.live_models.load(ask)
-    live = found.live
     ids = [p.member for p in found.quiet[:MAX_JUDGED] + found.failed[:MAX_JUDGED]]
     records = await ctx.state.models.load_each(list(dict.fromkeys(ids)), BadRecord)
     models = [r for r in records if isinstance(r, ModelRecord)]
+    live = found.live
     if not scope.sees_everything(ctx):
         seen = await scope.visible_model_ids(ctx, (m.id for m in models))
         models = [m for m in models if m.id in seen]
         live = await _live_of_viewer(ctx)
+    failed = sum(1 for m in models if m.state == ModelState.FAILED)
     summaries = await summarise_all(ctx, models)
     needing = ranked(ctx.now, summaries)
     page = needing[offset : offset + first]
     end = offset + len(page)
     return Attention(
         models=page,
-        scanned=live,
+        scanned=live + failed,
         needing=len(needing),
         truncated=len(found.quiet) > MAX_JUDGED or len(found.failed) > MAX_JUDGED,
         end_cursor=encode_cursor(_CURSOR, Position(end, "")) if page else after,

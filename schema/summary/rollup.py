@@ -92,7 +92,8 @@ class SessionSummary:
 class Attention:
     models: list[ModelBrief]
     scanned: int = strawberry.field(
-        description="Live models looked at: every one (its last progress, from the live index)."
+        description="Models looked at: every live model (its last progress, from the live "
+        "index) and every model failed in the last day."
     )
     needing: int = strawberry.field(description="How many need a person, on every page.")
     remaining: int = strawberry.field(description="Of those, how many come after this page.")
