@@ -103,6 +103,7 @@ def parser() -> argparse.ArgumentParser:
     )
 
     _track_command(sub)
+    _reindex_command(sub)
 
     auth.add_hash_token_command(sub)
     _agent_commands(sub)  # mcp, summary
@@ -144,6 +145,16 @@ def _agent_commands(sub: Any) -> None:
     summary.add_argument("--url", help="a running inspector (default: read Redis directly)")
     summary.add_argument("--token-file", help="a file holding the bearer token")
     _backend_flags(summary)
+
+
+def _reindex_command(sub: Any) -> None:
+    reindex = sub.add_parser(
+        "reindex",
+        help="build the model indexes for data written before them (the writing side, "
+        "with the recorder's credentials)",
+    )
+    reindex.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
+    reindex.add_argument("--redis-cluster", action="store_true", default=None)
 
 
 def _track_command(sub: Any) -> None:
@@ -225,6 +236,10 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from openrl_inspect.cli import track
 
         return track.run(args, env)
+    if args.command == "reindex":
+        from openrl_inspect.cli import reindex
+
+        return reindex.run(args, env)
     if args.command == "summary":
         from openrl_inspect.cli import summary
 

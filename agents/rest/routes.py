@@ -147,6 +147,30 @@ SPECS: tuple[RouteSpec, ...] = (
         narrow=_inventory,
     ),
     RouteSpec(
+        "/models",
+        "Models by state, owner, session and base model",
+        "Models matching every filter given (at least one), newest first: filtered before "
+        "the page is cut, so every page is full unless it is the last and `totalCount` is "
+        "exact. Page with `after`.",
+        ("models_by_state",),
+        "models",
+        (
+            Param("state", "enum", "Only models in this state.", choices=MODEL_STATES),
+            Param("owner", "string", "Only this owner's models.", min_length=1, max_length=256),
+            Param("session", "string", "Only this session's models.", pattern=ID_PATTERN),
+            Param(
+                "baseModel",
+                "string",
+                "Only models of this base model.",
+                min_length=1,
+                max_length=256,
+            ),
+            _first(20, 100, what="Models"),
+            AFTER,
+        ),
+        page=("models",),
+    ),
+    RouteSpec(
         "/models/{id}/summary",
         "A model's diagnosis",
         "Why the model is slow, stuck, waiting or dead: one verdict, the ranked causes with "
@@ -189,17 +213,14 @@ SPECS: tuple[RouteSpec, ...] = (
     RouteSpec(
         "/attention",
         "The models that most need a person",
-        "Most urgent first (failed, lost, stuck, stalled, waiting, slow), each with its top cause.",
+        "Most urgent first (failed, lost, stuck, stalled, waiting), each with its top cause, "
+        "over every live model; `remaining` says how many more need a person, `endCursor` "
+        "goes on as `after`.",
         ("attention",),
         "attention",
         (
             Param("first", "integer", "Models to list (default 10).", limit="worst"),
-            Param(
-                "scan",
-                "integer",
-                "Newest models of each live state to judge (default 50).",
-                limit="scan",
-            ),
+            AFTER,
         ),
     ),
     RouteSpec(

@@ -135,7 +135,7 @@ async def test_every_tool_fits_its_budget_and_pages_on(base: str) -> None:
         owners = {s["owner"] for s in sessions}
         assert len(owners) > 1
         bobs = await call(session, "list_models", owner="bob")
-        assert {s["owner"] for s in bobs["data"]["sessions"]["nodes"]} == {"bob"}
+        assert {m["session"]["owner"] for m in bobs["data"]["models"]["nodes"]} == {"bob"}
         active = await call(session, "list_models", state="ACTIVE", owner="bob")
         assert {m["session"]["owner"] for m in active["data"]["models"]["nodes"]} == {"bob"}
         for tool, args in (
