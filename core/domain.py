@@ -123,6 +123,9 @@ class CauseKind(StrEnum):
     CONTAINER_CONFIG = "CONTAINER_CONFIG"
     POD_FAILED = "POD_FAILED"
     GPU_UNHEALTHY = "GPU_UNHEALTHY"
+    # What outlives the pods: a NoExecute device taint's eviction, a lost node.
+    EVICTED_BY_DEVICE_TAINT = "EVICTED_BY_DEVICE_TAINT"
+    NODE_LOST = "NODE_LOST"
     # OpenRL's own state.
     MODEL_FAILED = "MODEL_FAILED"
     WORKER_LOST = "WORKER_LOST"
