@@ -9,8 +9,8 @@ GPUs, and the Events about them (the watch cache, then Cloud Logging's events lo
   by which Workload (the UID Kueue's message names), when, and where it was re-admitted
   (the placement admitted after it). Kueue keeps the trace in the Workload's Evicted and
   Preempted conditions ("Previously: ..." once re-admitted) and in its Preempted Event.
-- NODE_LOST: a node a current or recent placement ran on is gone from the cluster or
-  NotReady, with the node's Events.
+- NODE_LOST: the node of the current placement is gone from the cluster or NotReady,
+  or a recent placement ended as its node went (the node's Events say so).
 - The existing causes of a pod that no longer exists, from its Events: CRASH_LOOP
   (BackOff), IMAGE_PULL (Failed pulls), EVICTED (the kubelet's Evicted), OOM_KILLED (the
   node's OOMKilling while the pod ran there).
@@ -37,6 +37,7 @@ DEVICE_TAINT_DISRUPTION = "DeletionByDeviceTaintManager"
 NODE_GONE_REASONS = frozenset({"NodeNotReady", "RemovingNode", "DeletingNode", "NodeShutdown"})
 NODE_OOM_REASONS = frozenset({"OOMKilling", "SystemOOM"})
 MAX_PAST_PODS = 2
+SLACK_S = 120.0
 _UID = re.compile(r"\(UID: ([^,)]+)")
 _PREVIOUSLY = "Previously: "
 
@@ -169,7 +170,8 @@ def evicted_by_device_taint(evidence: ModelEvidence, kube: KubeEvidence) -> list
                 next=_next(evidence, ObjectKey(namespace, name), node, at),
                 about=ref("Pod", namespace, name),
                 pods=(name,),
-                clause=f"its {role} pod was evicted by {by} ({what}{xid_text} on {gpu})",
+                clause=f"its {role} pod was evicted by {by} "
+                + (f"(Xid {xid} on {gpu})" if xid else f"({what} on {gpu})"),
             )
         )
     return out
@@ -266,11 +268,17 @@ def nodes_lost(evidence: ModelEvidence, kube: KubeEvidence) -> list[Finding]:
         gone = p.node in kube.nodes_gone
         if not (gone or ready.get(p.node) is False):
             continue
-        if p.released_at is not None and not evidence.recent(p.released_at):
-            continue
-        events = [
-            e for e in _about(kube.events, "Node", "", p.node) if e.reason in NODE_GONE_REASONS
-        ]
+        about = _about(kube.events, "Node", "", p.node)
+        events = [e for e in about if e.reason in NODE_GONE_REASONS]
+        if p.released_at is not None:
+            # A placement that ended did so for a reason of its own (a preemption, the
+            # model's end) unless its node's Events say it went away as it ended.
+            end = p.released_at
+            if not evidence.recent(end):
+                continue
+            events = [e for e in events if end - 600.0 <= _at(e) <= end + SLACK_S]
+            if not events:
+                continue
         at = _at(events[-1]) if events else (p.released_at or p.admitted_at)
         state = "is gone from the cluster" if gone else "is NotReady"
         seen = f" ({events[-1].reason} {dur(evidence.now - _at(events[-1]))} ago)" if events else ""
