@@ -13,6 +13,7 @@ from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.summary.rollup import SessionSummaryFields
+from openrl_inspect.schema.timeline.types import SessionTimelineFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
@@ -25,7 +26,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
 
 @shows(SessionRecord)
 @strawberry.type
-class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
+class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields, SessionTimelineFields):
     id: strawberry.ID
     owner: str
     created_at: datetime | None
