@@ -143,6 +143,15 @@ async def read_events_log(source: LogSource, reads: list[EventsLogRead]) -> list
     return out
 
 
+def events_log_loader(source: LogSource | None) -> BatchLoader[EventsLogRead, EventsLogAnswer]:
+    async def load(reads: list[EventsLogRead]) -> list[EventsLogAnswer]:
+        if source is None:
+            raise BackendNotConfigured("cloud_logging", "Cloud Logging is not configured")
+        return await read_events_log(source, reads)
+
+    return BatchLoader(load)
+
+
 @dataclass(frozen=True)
 class LogLoaders:
     client: BatchLoader[ClientLogRequest, ClientLogSlice]
@@ -208,16 +217,11 @@ class LogLoaders:
                 return [() for _ in model_ids]  # the label alone still selects
             return [tuple(p.name for p in listing.items) for listing in listings]
 
-        async def load_events_log(reads: list[EventsLogRead]) -> list[EventsLogAnswer]:
-            if cloud_logging is None:
-                raise BackendNotConfigured("cloud_logging", "Cloud Logging is not configured")
-            return await read_events_log(cloud_logging, reads)
-
         return cls(
             client=BatchLoader(load_client),
             worker=BatchLoader(load_worker),
             model_pods=BatchLoader(load_pods),
-            events_log=BatchLoader(load_events_log),
+            events_log=events_log_loader(cloud_logging),
             cloud_logging=cloud_logging is not None,
             kubernetes=pod_logs is not None,
             describe=None if cloud_logging is None else cloud_logging.describe,

@@ -22,18 +22,24 @@ A live pod's own causes are ``rules_pods``'s; a waiting model's preemption is
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from openrl_inspect.adapters.kubernetes import DeviceTaint, EventRecord, GpuDevice, ObjectKey
+from openrl_inspect.adapters.kubernetes import ObjectKey
 from openrl_inspect.core.domain import CauseKind, ModelState
-from openrl_inspect.resolvers.diagnosis import lookups
-from openrl_inspect.resolvers.diagnosis.causes import Finding, Lookup
+from openrl_inspect.resolvers.diagnosis import lookups, rules_gone
+from openrl_inspect.resolvers.diagnosis.causes import Finding
 from openrl_inspect.resolvers.diagnosis.evidence import KubeEvidence, ModelEvidence
+from openrl_inspect.resolvers.diagnosis.past_facts import (
+    about,
+    at_of,
+    devices_of,
+    placement_of,
+    pod_next,
+    role_of,
+    taint_evictions,
+    xid_of,
+)
 from openrl_inspect.resolvers.diagnosis.text import clip, dur, fact, facts, ref, statement
-from openrl_inspect.state.records import PlacementRecord
 
-DEVICE_TAINT_EVICTION = "DeviceTaintManagerEviction"
-DEVICE_TAINT_DISRUPTION = "DeletionByDeviceTaintManager"
 NODE_GONE_REASONS = frozenset({"NodeNotReady", "RemovingNode", "DeletingNode", "NodeShutdown"})
 NODE_OOM_REASONS = frozenset({"OOMKilling", "SystemOOM"})
 MAX_PAST_PODS = 2
@@ -42,97 +48,25 @@ _UID = re.compile(r"\(UID: ([^,)]+)")
 _PREVIOUSLY = "Previously: "
 
 
-def _at(e: EventRecord) -> float:
-    return e.last_at or e.first_at or 0.0
-
-
-def _about(
-    events: Sequence[EventRecord], kind: str, namespace: str, name: str
-) -> list[EventRecord]:
-    found = [
-        e
-        for e in events
-        if (e.regarding.kind, e.regarding.namespace, e.regarding.name) == (kind, namespace, name)
-    ]
-    return sorted(found, key=lambda e: (_at(e), e.name))
-
-
-def _placement_of(evidence: ModelEvidence, namespace: str, pod: str) -> PlacementRecord | None:
-    for p in evidence.state.placements:  # newest first
-        if p.namespace == namespace and pod in p.pods:
-            return p
-    return None
-
-
-def _role(evidence: ModelEvidence, kube: KubeEvidence, pod: str) -> str | None:
-    live = next((p for p in kube.pods if p.name == pod), None)
-    if live is not None and live.worker_role:
-        return live.worker_role
-    return next((w.role for w, _ in evidence.state.workers if w.pod == pod), None)
-
-
-def _devices(kube: KubeEvidence, uuids: Sequence[str]) -> list[GpuDevice]:
-    wanted = set(uuids)
-    seen: dict[object, GpuDevice] = {}
-    for g in (*kube.placement_gpus, *kube.gpus):
-        if g.uuid in wanted or (g.parent_uuid is not None and g.parent_uuid in wanted):
-            seen.setdefault(g.key, g)
-    return list(seen.values())
-
-
-def xid_of(taint: DeviceTaint) -> str | None:
-    """The Xid a taint reports (NVIDIA's DRA driver: ``gpu.nvidia.com/xid=79``)."""
-    return taint.value if "xid" in taint.key.lower() and taint.value else None
-
-
-def _next(evidence: ModelEvidence, key: ObjectKey, node: str | None, at: float) -> Lookup:
-    return lookups.lookup(
-        lookups.node_query(node) if node else lookups.summary_query(evidence.model.id),
-        logs=lookups.logs(evidence, (key,), (at - 300.0, at + 60.0), events=True),
-        pods=(key,),
-        nodes=[node],
-    )
-
-
 # --- evicted by a device taint ----------------------------------------------------------
-
-
-def _taint_evictions(kube: KubeEvidence) -> dict[tuple[str, str], tuple[float, str | None]]:
-    """Pods the device taint eviction controller deleted: (namespace, name) -> when, and
-    the message."""
-    found: dict[tuple[str, str], tuple[float, str | None]] = {}
-    for e in kube.events:
-        if e.reason != DEVICE_TAINT_EVICTION or e.regarding.kind != "Pod":
-            continue
-        if (e.note or "").startswith("Cancelling"):
-            continue  # the taint went away (or got tolerated) before the deletion
-        key = (e.regarding.namespace, e.regarding.name)
-        if key not in found or _at(e) > found[key][0]:
-            found[key] = (_at(e), e.note)
-    for pod in kube.pods:
-        for cond in pod.conditions:
-            if cond.type == "DisruptionTarget" and cond.reason == DEVICE_TAINT_DISRUPTION:
-                at = cond.last_transition or 0.0
-                found.setdefault((pod.namespace, pod.name), (at, cond.message))
-    return found
 
 
 def evicted_by_device_taint(evidence: ModelEvidence, kube: KubeEvidence) -> list[Finding]:
     out = []
-    evictions = sorted(_taint_evictions(kube).items(), key=lambda kv: (-kv[1][0], kv[0]))
+    evictions = sorted(taint_evictions(kube).items(), key=lambda kv: (-kv[1][0], kv[0]))
     for (namespace, name), (at, note) in evictions[:MAX_PAST_PODS]:
         if not evidence.recent(at):
             continue
-        placement = _placement_of(evidence, namespace, name)
+        placement = placement_of(evidence, namespace, name)
         live = next((p for p in kube.pods if (p.namespace, p.name) == (namespace, name)), None)
         node = placement.node if placement else (live.node_name if live else None)
         uuids = placement.gpu_ids if placement else []
         tainted = [
-            (g, t) for g in _devices(kube, uuids) for t in g.taints if t.effect == "NoExecute"
+            (g, t) for g in devices_of(kube, uuids) for t in g.taints if t.effect == "NoExecute"
         ]
         device, taint = tainted[0] if tainted else (None, None)
         xid = xid_of(taint) if taint else None
-        role = _role(evidence, kube, name) or "worker"
+        role = role_of(evidence, kube, name) or "worker"
         gone = (namespace, name) in kube.gone_pods
         what = (
             f"{taint.key}={taint.value}" if taint and taint.value else (taint.key if taint else "?")
@@ -167,7 +101,7 @@ def evicted_by_device_taint(evidence: ModelEvidence, kube: KubeEvidence) -> list
                     *((f"GPU {device.uuid}",) if device and device.uuid else ()),
                     *((ref("DeviceTaintRule", "", rule),) if rule else ()),
                 ),
-                next=_next(evidence, ObjectKey(namespace, name), node, at),
+                next=pod_next(evidence, ObjectKey(namespace, name), node, at),
                 about=ref("Pod", namespace, name),
                 pods=(name,),
                 clause=f"its {role} pod was evicted by {by} "
@@ -189,11 +123,9 @@ def _workload_names(evidence: ModelEvidence, kube: KubeEvidence) -> list[tuple[s
 def _preemption(kube: KubeEvidence, namespace: str, name: str) -> tuple[float, str] | None:
     """When the Workload was last preempted and Kueue's message: its Preempted Event,
     else the reset conditions of a re-admitted Workload ("Previously: ...")."""
-    events = [
-        e for e in _about(kube.events, "Workload", namespace, name) if e.reason == "Preempted"
-    ]
+    events = [e for e in about(kube.events, "Workload", namespace, name) if e.reason == "Preempted"]
     if events:
-        return _at(events[-1]), events[-1].note or ""
+        return at_of(events[-1]), events[-1].note or ""
     w = next((w for w in kube.workloads if (w.namespace, w.name) == (namespace, name)), None)
     for ctype in ("Preempted", "Evicted"):
         cond = w.condition(ctype) if w else None
@@ -268,20 +200,22 @@ def nodes_lost(evidence: ModelEvidence, kube: KubeEvidence) -> list[Finding]:
         gone = p.node in kube.nodes_gone
         if not (gone or ready.get(p.node) is False):
             continue
-        about = _about(kube.events, "Node", "", p.node)
-        events = [e for e in about if e.reason in NODE_GONE_REASONS]
+        node_events = about(kube.events, "Node", "", p.node)
+        events = [e for e in node_events if e.reason in NODE_GONE_REASONS]
         if p.released_at is not None:
             # A placement that ended did so for a reason of its own (a preemption, the
             # model's end) unless its node's Events say it went away as it ended.
             end = p.released_at
             if not evidence.recent(end):
                 continue
-            events = [e for e in events if end - 600.0 <= _at(e) <= end + SLACK_S]
+            events = [e for e in events if end - 600.0 <= at_of(e) <= end + SLACK_S]
             if not events:
                 continue
-        at = _at(events[-1]) if events else (p.released_at or p.admitted_at)
+        at = at_of(events[-1]) if events else (p.released_at or p.admitted_at)
         state = "is gone from the cluster" if gone else "is NotReady"
-        seen = f" ({events[-1].reason} {dur(evidence.now - _at(events[-1]))} ago)" if events else ""
+        seen = (
+            f" ({events[-1].reason} {dur(evidence.now - at_of(events[-1]))} ago)" if events else ""
+        )
         out.append(
             Finding(
                 CauseKind.NODE_LOST,
@@ -310,86 +244,6 @@ def nodes_lost(evidence: ModelEvidence, kube: KubeEvidence) -> list[Finding]:
     return out
 
 
-# --- the existing causes, for a pod that is gone ---------------------------------------------
-
-
-def gone_pods(evidence: ModelEvidence, kube: KubeEvidence) -> list[Finding]:
-    out = []
-    evicted_by_taint = _taint_evictions(kube)
-    for namespace, name in kube.gone_pods:
-        if (namespace, name) in evicted_by_taint:
-            continue
-        finding = _gone_pod(evidence, kube, namespace, name)
-        if finding is not None:
-            out.append(finding)
-    return out[:MAX_PAST_PODS]
-
-
-def _gone_pod(
-    evidence: ModelEvidence, kube: KubeEvidence, namespace: str, name: str
-) -> Finding | None:
-    events = _about(kube.events, "Pod", namespace, name)
-    placement = _placement_of(evidence, namespace, name)
-    node = placement.node if placement else None
-    key = ObjectKey(namespace, name)
-    role = _role(evidence, kube, name) or "worker"
-    t = evidence.thresholds
-    pick: tuple[CauseKind, EventRecord, str, str] | None = None
-    for e in reversed(events):
-        note = e.note or ""
-        if e.reason == "BackOff" and e.count >= t.crash_restarts:
-            pick = (CauseKind.CRASH_LOOP, e, f"crash-looped ({e.count} back-offs)", "crash-looped")
-        elif e.reason in ("Failed", "ErrImagePull") and "pull" in note.lower():
-            pick = (CauseKind.IMAGE_PULL, e, "could not pull its image", "could not pull its image")
-        elif e.reason == "Evicted":
-            pick = (CauseKind.EVICTED, e, "was evicted by the kubelet", "was evicted")
-        if pick is not None:
-            break
-    if pick is None and placement is not None and node:
-        end = placement.released_at or evidence.now
-        start = placement.admitted_at or end
-        ooms = [
-            e
-            for e in _about(kube.events, "Node", "", node)
-            if e.reason in NODE_OOM_REASONS and start <= _at(e) <= end + 60.0
-        ]
-        if ooms:
-            pick = (
-                CauseKind.OOM_KILLED,
-                ooms[-1],
-                f"ran on {node} when it OOM-killed",
-                "was OOM-killed",
-            )
-    if pick is None:
-        return None
-    kind, event, text, clause = pick
-    at = _at(event)
-    if not evidence.recent(at):
-        return None
-    return Finding(
-        kind,
-        statement(
-            f"Pod {name} (gone) {text} {dur(evidence.now - at)} ago: {clip(event.note or '', 70)}"
-        ),
-        since=at,
-        facts=facts(
-            fact("pod", name),
-            fact("role", role),
-            fact("node", node),
-            fact("reason", event.reason),
-            fact("at", at, "unix_s"),
-            fact("count", event.count),
-            fact("message", event.note),
-            fact("pod_gone", "yes"),
-        ),
-        refs=(ref("Pod", namespace, name),),
-        next=_next(evidence, key, node, at),
-        about=ref("Pod", namespace, name),
-        pods=(name,),
-        clause=f"its {role} pod {clause}",
-    )
-
-
 def rules(evidence: ModelEvidence) -> list[Finding]:
     kube = evidence.kube
     if not isinstance(kube, KubeEvidence) or evidence.model.state == ModelState.ENDED:
@@ -398,5 +252,5 @@ def rules(evidence: ModelEvidence) -> list[Finding]:
         *evicted_by_device_taint(evidence, kube),
         *preempted(evidence, kube),
         *nodes_lost(evidence, kube),
-        *gone_pods(evidence, kube),
+        *rules_gone.gone_pods(evidence, kube),
     ]
