@@ -134,6 +134,7 @@ def _taints(mid: str, kube: KubeEvidence) -> list[Entry]:
 
 
 async def prometheus(ctx: Context, rec: ModelRecord, since: float, until: float) -> Found:
+    ctx.metrics.require()  # not configured is said, whatever the model's placements
     page = await state_reads.placements(ctx, rec.id, summary_evidence.PLACEMENTS_JUDGED, None)
     spans: list[tuple[str, str, float, float]] = []  # (uuid, node, start, end)
     for p in page.readable():
