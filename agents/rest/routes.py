@@ -156,6 +156,24 @@ SPECS: tuple[RouteSpec, ...] = (
         ),
     ),
     RouteSpec(
+        "/models/{id}/timeline",
+        "A model's timeline",
+        "What happened to it, newest first, from every backend: states, steps, failed ops, "
+        "workers and placements (Redis); Workload conditions and Events, also of pods long "
+        "gone (Kubernetes, then Cloud Logging's events log); idle GPU spans (Prometheus); the "
+        "first ERROR of each message (Cloud Logging). Says which sources were unavailable.",
+        ("model_timeline",),
+        "model",
+        (
+            _id(),
+            Param("since", "datetime", "Window start (ISO 8601 with a zone; default: created)."),
+            Param("until", "datetime", "Window end (ISO 8601 with a zone; default: now)."),
+            _first(50, 500, what="Entries"),
+            AFTER,
+        ),
+        page=("model", "timeline"),
+    ),
+    RouteSpec(
         "/models/{id}/steps",
         "A model's steps and their ops",
         "Steps newest first, each with its ops (kind, status, health, queue wait, duration).",

@@ -11,6 +11,7 @@ from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.timeline import build
 from openrl_inspect.resolvers.timeline.sources import Entry
 from openrl_inspect.schema.common import Info, ts
+from openrl_inspect.schema.connection import PageInfo
 from openrl_inspect.schema.summary.diagnosis import Describe, NextLook
 
 if TYPE_CHECKING:
@@ -73,9 +74,8 @@ class UnavailableSource:
 )
 class TimelineConnection:
     entries: list[TimelineEntry]
-    has_next_page: bool
-    end_cursor: str | None = strawberry.field(
-        description="Pass as `after` for the next page (it keeps this page's `until`)."
+    page_info: PageInfo = strawberry.field(
+        description="`endCursor` as `after` gives the next page (it keeps this page's `until`)."
     )
     truncated: bool
     truncated_sources: list[TimelineSource]
@@ -89,8 +89,12 @@ class TimelineConnection:
         assert since is not None and until is not None
         return cls(
             entries=[TimelineEntry.from_record(e, describe) for e in t.entries],
-            has_next_page=t.has_next,
-            end_cursor=t.end_cursor,
+            page_info=PageInfo(
+                has_next_page=t.has_next,
+                has_previous_page=False,
+                start_cursor=None,
+                end_cursor=t.end_cursor,
+            ),
             truncated=t.truncated,
             truncated_sources=list(t.truncated_sources),
             unavailable=[

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 QUERY = """query($id: ID!, $first: Int, $after: String, $sources: [TimelineSource!]) {
   model(id: $id) { timeline(first: $first, after: $after, sources: $sources) {
-    hasNextPage endCursor truncated truncatedSources until
+    pageInfo { hasNextPage endCursor } truncated truncatedSources until
     unavailable { source code }
     entries { at source kind statement refs next { graphql nodes logs { filter } } } } } }"""
 
@@ -75,7 +75,7 @@ async def test_a_model_whose_pods_are_gone_has_its_eviction_in_the_timeline(
     mid = sim.scenario_ids["device_taint_evicted"]
     t = await _timeline(b, mid, first=100)
     entries = t["entries"]
-    assert t["unavailable"] == [] and not t["hasNextPage"]
+    assert t["unavailable"] == [] and not t["pageInfo"]["hasNextPage"]
     assert [e["at"] for e in entries] == sorted((e["at"] for e in entries), reverse=True)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
@@ -117,8 +117,8 @@ async def test_pages_follow_each_other_from_one_moment(world: tuple[Simulation, 
     mid = sim.scenario_ids["oom_chain"]
     whole = await _timeline(b, mid, first=500)
     first = await _timeline(b, mid, first=4)
-    assert first["hasNextPage"] and first["truncated"] and len(first["entries"]) == 4
-    second = await _timeline(b, mid, first=500, after=first["endCursor"])
+    assert first["pageInfo"]["hasNextPage"] and first["truncated"] and len(first["entries"]) == 4
+    second = await _timeline(b, mid, first=500, after=first["pageInfo"]["endCursor"])
     assert second["until"] == first["until"]
     got = [e["statement"] for e in first["entries"] + second["entries"]]
     assert got == [e["statement"] for e in whole["entries"]]
