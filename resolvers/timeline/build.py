@@ -31,6 +31,10 @@ MAX_FIRST = 500
 MAX_WINDOW_S = 31 * 86400.0
 # A session's timeline merges its newest models, at most this many.
 SESSION_MODELS = 10
+# The models' timelines one request may read (each reads every backend; the cost walk
+# counts a timeline's entries, not its reads): a list of models asking each for its
+# timeline must not spend the backends' quotas in one query.
+MAX_TIMELINE_MODELS = 20
 _KIND = "timeline"
 
 
@@ -106,6 +110,12 @@ async def timeline(
     created: float | None,
 ) -> Timeline:
     limit = _first(first)
+    ctx.timelines_read += len(records)
+    if ctx.timelines_read > MAX_TIMELINE_MODELS:
+        raise InvalidInput(
+            f"one query may read the timelines of at most {MAX_TIMELINE_MODELS} models; "
+            "ask for fewer timelines at once"
+        )
     chosen = list(dict.fromkeys(wanted)) if wanted else list(TimelineSource)
     start, end = _window(ctx, created, since, until)
     print_ = _fingerprint(owner, start, chosen)

@@ -162,3 +162,16 @@ async def test_a_session_timeline_merges_its_models(world: tuple[Simulation, Bac
     entries = body["data"]["session"]["timeline"]["entries"]
     assert len(entries) == 20 and len({e["modelId"] for e in entries}) >= 1
     assert [e["at"] for e in entries] == sorted((e["at"] for e in entries), reverse=True)
+
+
+async def test_one_query_reads_a_bounded_number_of_timelines(
+    world: tuple[Simulation, Backends],
+) -> None:
+    _, b = world
+    query = """{ sessions(first: 20) { nodes { models(first: 20) { nodes {
+      timeline(first: 1, sources: [REDIS]) { entries { kind } } } } } } }"""
+    async with app_client(b.state, **_others(b)) as http:
+        body = await gql(http, query)
+    codes = {e["extensions"]["code"] for e in body["errors"]}
+    assert codes == {"BAD_INPUT"}
+    assert "at most 20 models" in body["errors"][0]["message"]
