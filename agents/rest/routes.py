@@ -1,3 +1,4 @@
+# size: one table of the routes, each with its parameters; a route is a row, not a concept
 """The routes: each a path, its parameters and the named document it runs.
 
 The handler parses the parameters (400 on anything it cannot use), runs the document
