@@ -25,6 +25,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.core.errors import BackendError, BackendNotConfigured
 from openrl_inspect.loaders.logs import EventsLogRead
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.cluster.reads import valid_dns_label, valid_dns_name
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis.evidence import Unknown
@@ -51,11 +52,11 @@ class Recorded:
     # The window the gone objects lived in, when any is gone.
     window: tuple[float, float] | None
 
-    def regarding(self) -> list[Regarding]:
-        """The gone objects and their nodes, as Events name them."""
+    def regarding(self, nodes: bool) -> list[Regarding]:
+        """The gone objects and (``nodes``) their nodes, as Events name them."""
         out: list[Regarding] = [("Pod", ns, n) for ns, n in self.gone_pods]
         out += [("Workload", ns, n) for ns, n in self.gone_workloads]
-        out += [("Node", "", n) for n in self.nodes]
+        out += [("Node", "", n) for n in self.nodes] if nodes else []
         return out
 
 
@@ -115,7 +116,9 @@ async def events_log(ctx: Context, rec: Recorded) -> tuple[list[EventRecord], Un
         return [], None
     start, end = rec.window
     try:
-        answer = await ctx.logs.events_log.load(EventsLogRead(tuple(rec.regarding()), start, end))
+        # A node's Events can name any owner's pods: only for who sees everything.
+        objects = tuple(rec.regarding(scope.sees_everything(ctx)))
+        answer = await ctx.logs.events_log.load(EventsLogRead(objects, start, end))
     except BackendNotConfigured as exc:
         return [], Unknown("cloud_logging", exc.code, "events older than the watch cache: "
                            "Cloud Logging is not configured")  # fmt: skip
