@@ -57,6 +57,8 @@ class Context:
     cursors: Sealer = field(default_factory=process_sealer)
     # One "now" per request, so every derived age in an answer agrees.
     now: float = field(default_factory=time.time)
+    # Timelines this request has read so far (each reads every backend: they are capped).
+    timelines_read: int = 0
 
     @classmethod
     def build(

@@ -239,6 +239,26 @@ class Tools:
 
         return compact(await _paged(page, last, ("model", "steps"), TOKENS))
 
+    async def model_timeline(
+        self,
+        ctx: Context,
+        model_id: ModelId,
+        since: Annotated[datetime | None, Field(description="Window start, with a zone.")] = None,
+        until: Annotated[datetime | None, Field(description="Window end, with a zone.")] = None,
+        first: Annotated[int, Field(ge=1, le=500, description="Entries to show.")] = 30,
+        cursor: Cursor = None,
+    ) -> Result:
+        window = {
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+        }
+
+        async def page(n: int) -> Answer:
+            variables = {"id": model_id, "first": n, "after": cursor, **window}
+            return await self._run(ctx, "model_timeline", variables)
+
+        return compact(await _paged(page, first, ("model", "timeline"), TOKENS))
+
     async def graphql(
         self,
         ctx: Context,
@@ -305,6 +325,15 @@ TOOLS: dict[str, tuple[str, str]] = {
         "Step timeline",
         "A model's last `last` steps, newest first: each step's duration and its "
         "ops (kind, status, health, queue wait, duration, worker, error)." + _BUDGET,
+    ),
+    "model_timeline": (
+        "Model timeline",
+        "What happened to a model, newest first, from every backend: its states, first "
+        "and last step, failed ops, workers and placements (Redis); Workload conditions and "
+        "the Events of its pods, Workloads, nodes and GPUs, also long deleted ones "
+        "(Kubernetes, then Cloud Logging's events log); idle GPU spans (Prometheus); the "
+        "first ERROR or CRITICAL line of each message (Cloud Logging). Says which sources "
+        "were unavailable and when it was cut." + _BUDGET,
     ),
     "graphql": (
         "GraphQL query",

@@ -1,3 +1,4 @@
+# size: one table of the routes, each with its parameters; a route is a row, not a concept
 """The routes: each a path, its parameters and the named document it runs.
 
 The handler parses the parameters (400 on anything it cannot use), runs the document
@@ -181,6 +182,24 @@ SPECS: tuple[RouteSpec, ...] = (
             _id(),
             Param("steps", "integer", "Recent steps to judge (default 20).", limit="steps"),
         ),
+    ),
+    RouteSpec(
+        "/models/{id}/timeline",
+        "A model's timeline",
+        "What happened to it, newest first, from every backend: states, steps, failed ops, "
+        "workers and placements (Redis); Workload conditions and Events, also of pods long "
+        "gone (Kubernetes, then Cloud Logging's events log); idle GPU spans (Prometheus); the "
+        "first ERROR of each message (Cloud Logging). Says which sources were unavailable.",
+        ("model_timeline",),
+        "model",
+        (
+            _id(),
+            Param("since", "datetime", "Window start (ISO 8601 with a zone; default: created)."),
+            Param("until", "datetime", "Window end (ISO 8601 with a zone; default: now)."),
+            _first(50, 500, what="Entries"),
+            AFTER,
+        ),
+        page=("model", "timeline"),
     ),
     RouteSpec(
         "/models/{id}/steps",

@@ -25,8 +25,6 @@ from openrl_inspect.state.rollup import ModelRollup
 
 # How many open ops a summary inspects (oldest first); more are counted, not judged.
 OPEN_OPS_JUDGED = 100
-# The newest placements the diagnosis sees.
-PLACEMENTS_JUDGED = 20
 # What a summary quotes of stored text, so that it stays within its token budget
 # whatever was stored (an op's error can be a 64 KiB traceback).
 ERROR_CHARS = 300
@@ -148,7 +146,7 @@ def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
 async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:
     # Concurrent, never sequential awaits: the loaders batch what is pending together,
     # across this model's steps and across every model summarised in the request.
-    state, kube, sampling = await asyncio.gather(
+    state, (kube, events_log), sampling = await asyncio.gather(
         _state(ctx, rec, window_steps),
         summary_evidence.kube_evidence(ctx, rec),
         summary_evidence.sampling_evidence(ctx, rec.id),
@@ -157,7 +155,7 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
     duty = await summary_evidence.duty_evidence(
         ctx, summary_evidence.gpu_uuids([w for w, _ in evidence.state.workers], kube)
     )
-    evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling)
+    evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling, events_log=events_log)
     return summarise(ctx, evidence, open_total)
 
 
@@ -175,7 +173,7 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
         state_reads.rollup(ctx, rec.id, window_steps),
         state_reads.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
         state_reads.model_workers(ctx, rec.id, size, None),
-        state_reads.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
+        state_reads.placements(ctx, rec.id, summary_evidence.PLACEMENTS_JUDGED, None),
     )
     open_ops = open_page.readable()
     if rollup is not None and rollup.window(rec.latest_step, rec.kept_steps, window_steps, size):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from openrl_inspect.core.domain import TimelineKind
 from support.dashboard import Browser, ask, dashboard, demo_server
 
 pytestmark = pytest.mark.browser
@@ -124,8 +125,16 @@ def test_model_page_shows_the_diagnosis_and_its_evidence(ui: Browser) -> None:
         "sampler",
         "events",
         "logs",
+        "history",
     ):
         assert ui.page.is_visible(f"[data-section={section}]"), section
+    # The history lane: the model's timeline, one row an entry (the demo ticks on, so
+    # the rows are compared by kind with what the API knows, not one by one).
+    shown = ui.page.eval_on_selector_all(
+        "[data-lane=timeline] li", "els => els.map(e => e.dataset.kind)"
+    )
+    assert shown and set(shown) <= {k.value for k in TimelineKind}
+    assert model["timeline"]["entries"]
 
 
 def test_a_cause_links_its_pod_logs_and_node(ui: Browser) -> None:
