@@ -22,11 +22,13 @@ request error and has no ``data`` entry, as GraphQL over HTTP asks.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
 import strawberry
 from graphql import (
     DocumentNode,
@@ -81,6 +83,12 @@ class Answer:
     @property
     def codes(self) -> list[str]:
         return [str((e.get("extensions") or {}).get("code", "INTERNAL")) for e in self.errors]
+
+    @functools.cached_property
+    def encoded(self) -> bytes:
+        """The body as JSON, serialised once: an answer shared by identical polls
+        (single flight, the freshness window) is encoded for the first of them only."""
+        return orjson.dumps(self.body())
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"data": self.data} if self.ran else {}
@@ -164,9 +172,11 @@ class Runner:
         principal: Principal,
         *,
         max_nodes: int | None = None,
+        read_only: bool = False,
     ) -> Answer:
         """The answer to ``request``; ``max_nodes`` tightens the cost limit for this run
-        (the MCP GraphQL tool's)."""
+        (the MCP GraphQL tool's). With ``read_only`` the caller promises not to change
+        the answer (it only encodes it), and may be handed one shared with others."""
         try:
             text, document = self._document(request)
             operation = get_operation_ast(document, request.operation_name)
@@ -201,7 +211,9 @@ class Runner:
                 "Ask for smaller pages or fewer nested lists."
             )
             return Answer(None, [error(late.message, late.code)])
-        return replace(answer, data=_copied(answer.data)) if key is not None else answer
+        if key is None or read_only:
+            return answer
+        return replace(answer, data=_copied(answer.data))
 
     def _document(self, request: Request) -> tuple[str, DocumentNode]:
         switches = self.settings.switches
