@@ -237,5 +237,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.identity = identity
+    app.state.runner = runner
     app.state.metrics = metrics
     return app

@@ -1,5 +1,5 @@
 // Page furniture: the states a part of a page can be in (loading, empty, failed, partial).
-import { backendName, groupErrors, html } from "./lib.js";
+import { backendName, groupErrors, href, html } from "./lib.js";
 
 // One banner per backend that failed: which part of the page is missing, and why.
 export function Banners({ errors, failure }) {
@@ -63,4 +63,16 @@ export function Missing({ what }) {
 
 export function Truncated({ when, what }) {
   return when ? html`<p class="muted small">More ${what} exist than shown.</p>` : null;
+}
+
+// Paging through a connection: the first page and the next, kept in the route's ``after``
+// so that back and forward move between pages.
+export function Pager({ page, params, pageInfo, what }) {
+  if (!pageInfo) return null;
+  const first = params.after ? html`<a href=${href(page, null, { ...params, after: "" })} data-page-first>First page of ${what}</a>` : null;
+  const next = pageInfo.hasNextPage && pageInfo.endCursor
+    ? html`<a href=${href(page, null, { ...params, after: pageInfo.endCursor })} data-page-next>Next page of ${what}</a>`
+    : null;
+  if (!first && !next) return null;
+  return html`<nav class="pager" aria-label=${`pages of ${what}`}>${first} ${next}</nav>`;
 }
