@@ -10,7 +10,8 @@ lifespan has opened the backends (``GcSettings``):
 - with ``idle`` (the default) the automatic collector is off and ``IdleCollector``
   collects instead, when no request is in flight: a collection's pause falls between
   requests, never inside one. A server never idle still collects once ``max_pending``
-  allocations are pending, so memory stays bounded under constant load; a full
+  allocations are pending or ``max_wait_s`` have passed without a collection, so memory
+  stays bounded under constant load; a full
   collection after every ``full_after`` young ones returns what repeated large answers
   left in cycles, so memory stays flat across identical queries;
 - without ``idle``, the automatic collector runs with a first threshold of
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,8 +41,10 @@ class GcSettings:
     idle: bool = True
     # Seconds between the idle collector's looks at the allocation count.
     idle_check_s: float = 0.25
-    # Pending allocations past which the idle collector collects even mid-request.
+    # Pending allocations past which the idle collector collects even mid-request, and
+    # seconds without an idle moment after which it does (a server never idle).
     max_pending: int = 2_000_000
+    max_wait_s: float = 2.0
     # Young collections between full ones (what cycles survived into the old generation).
     full_after: int = 8
 
@@ -58,9 +62,16 @@ def tune_gc(settings: GcSettings) -> None:
 class IdleCollector:
     """Collects when ``busy()`` says no request is in flight (or too much is pending)."""
 
-    def __init__(self, settings: GcSettings, busy: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        settings: GcSettings,
+        busy: Callable[[], bool],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.busy = busy
+        self.clock = clock
+        self.last = clock()
         self.young = 0
         # Counted for the benchmarks and tests: collections and those made mid-request.
         self.collections = 0
@@ -73,7 +84,8 @@ class IdleCollector:
         if pending < threshold:
             return
         busy = self.busy()
-        if busy and pending < self.settings.max_pending:
+        waited = self.clock() - self.last
+        if busy and pending < self.settings.max_pending and waited < self.settings.max_wait_s:
             return
         self.young += 1
         full = self.young >= self.settings.full_after
@@ -82,6 +94,7 @@ class IdleCollector:
             self.young = 0
         self.collections += 1
         self.forced += busy
+        self.last = self.clock()
 
     async def run(self) -> None:
         while True:

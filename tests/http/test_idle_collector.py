@@ -21,7 +21,9 @@ def test_collects_when_idle_and_waits_while_a_request_runs() -> None:
     gc.disable()
     busy = True
     collector = IdleCollector(
-        GcSettings(threshold=1_000, max_pending=10**9, full_after=1), lambda: busy
+        GcSettings(threshold=1_000, max_pending=10**9, full_after=1),
+        lambda: busy,
+        clock=lambda: 0.0,
     )
     try:
         gc.collect()
@@ -66,6 +68,26 @@ def test_every_few_young_collections_one_is_full() -> None:
             del keep
         assert collector.collections == 4
         assert gc.get_stats()[2]["collections"] - full_before == 2
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_collects_mid_request_when_never_idle_for_long() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    now = [0.0]
+    settings = GcSettings(threshold=100, max_pending=10**9, max_wait_s=2.0)
+    collector = IdleCollector(settings, lambda: True, clock=lambda: now[0])
+    try:
+        gc.collect()
+        keep = _pending(500)
+        collector.step()
+        assert collector.collections == 0
+        now[0] = 2.5
+        collector.step()
+        assert collector.collections == 1 and collector.forced == 1
+        del keep
     finally:
         if was:
             gc.enable()
