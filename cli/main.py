@@ -17,7 +17,7 @@ from typing import Any
 
 from openrl_inspect import auth
 from openrl_inspect.core.errors import SettingsError
-from openrl_inspect.core.settings import Settings
+from openrl_inspect.core.settings import SERVE_FRESH_FOR_S, Settings
 
 
 def _listen_flags(p: argparse.ArgumentParser) -> None:
@@ -205,13 +205,18 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def inspector_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
-    """The inspector's settings: the environment, then these commands' flags."""
+    """The inspector's settings: the environment, then these commands' flags; ``serve``
+    with its own freshness window unless the environment sets one."""
+    fresh = None
+    if args.command == "serve" and "OPENRL_INSPECT_FRESH_FOR_S" not in env:
+        fresh = SERVE_FRESH_FOR_S
     return Settings.from_environment(
         env,
         {
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
             "registered_only": getattr(args, "registered_only", None),
+            "fresh_for_s": fresh,
         },
         {"request_deadline_s": "--request-deadline"},
     )
