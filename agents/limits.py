@@ -38,8 +38,6 @@ def limits(bounds: Bounds) -> dict[str, Limit]:
         "steps": page,
         # `attention(first:)` and a session summary's `worst` (resolvers.summary.rollup).
         "worst": Limit(1, MAX_WORST),
-        # `attention(scan:)`: a page of each live state.
-        "scan": page,
         # A DCGM duty window, `windowSeconds` (adapters.prometheus, through the resolvers).
         "window_s": Limit(0, MAX_WINDOW_S, exclusive_minimum=True),
         # A log window, in minutes (resolvers.logs: `since`..`until` span at most this).

@@ -17,13 +17,6 @@ def _keep(model: Any, owner: str | None, session: str | None, state: str | None)
     )
 
 
-def models(data: dict[str, Any], owner: str | None = None, session: str | None = None) -> None:
-    """``data`` of ``models_by_state``: its models of ``owner`` and ``session``."""
-    page = data.get("models")
-    if isinstance(page, dict) and page.get("nodes") is not None:
-        page["nodes"] = [m for m in page["nodes"] if _keep(m, owner, session, None)]
-
-
 def inventory(
     data: dict[str, Any],
     owner: str | None = None,

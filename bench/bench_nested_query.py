@@ -68,9 +68,16 @@ DEFAULT_THRESHOLD = gc.get_threshold()
 
 
 def set_gc(name: str) -> None:
-    """``default`` (CPython's), ``frozen`` (gc.freeze, default thresholds) or
-    ``frozen-N`` (gc.freeze and a generation-0 threshold of N)."""
+    """``default`` (CPython's), ``frozen`` (gc.freeze, default thresholds),
+    ``frozen-N`` (gc.freeze and a generation-0 threshold of N) or ``idle`` (serve's)."""
     gc.collect()
+    gc.enable()
+    if name == "idle":
+        # serve's default (web.collector): frozen, and no collection inside a request
+        # (the collect above, between requests, is outside the timing).
+        gc.freeze()
+        gc.disable()
+        return
     if name == "default":
         gc.unfreeze()
         gc.set_threshold(*DEFAULT_THRESHOLD)
@@ -126,6 +133,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def rss_mb() -> float:
+    """The process's resident memory now (VmRSS), to see whether rounds make it grow."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 async def pair(client: httpx.AsyncClient, payload: dict[str, Any]) -> str:
     """Two requests at once: their wall time and statuses."""
     t = time.perf_counter()
@@ -170,6 +185,7 @@ async def main(args: argparse.Namespace) -> None:
         ser: list[float] = []
         dicts: list[float] = []
         base_rss = peak_rss_mb()
+        by_round: list[float] = []
         async with clients(store, modes, args.deadline) as by_mode:
             for mode in modes:  # warm-up, and the answers must agree byte for byte
                 elapsed, content = await timed(by_mode[mode], payload)
@@ -196,6 +212,8 @@ async def main(args: argparse.Namespace) -> None:
                 s, d = floors(body, plain, variables)
                 ser.append(s)
                 dicts.append(d)
+                gc.collect()
+                by_round.append(rss_mb())
             rounds_rss = peak_rss_mb()
             paired = await pair(by_mode[modes[0]], payload) if args.pair else ""
         await store.aclose()
@@ -227,6 +245,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         print(f"| orjson.dumps of the answer | {spread(ser, 1e3, '.1f')} | 1x | - |")
         print(f"peak RSS: {base_rss:.0f} MB after the fill, {rounds_rss:.0f} MB after the rounds")
+        print("RSS after each round, MB: " + ", ".join(f"{r:.0f}" for r in by_round))
         if paired:
             print(f"{paired}; peak RSS {peak_rss_mb():.0f} MB")
         if "stock" in modes and "fast" in modes:

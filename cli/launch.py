@@ -19,7 +19,7 @@ from openrl_inspect.cli.listen import (
 from openrl_inspect.cli.open_browser import open_when_listening, should_open
 from openrl_inspect.core import settings
 from openrl_inspect.telemetry import jsonlog
-from openrl_inspect.web import server
+from openrl_inspect.web import collector, server
 from openrl_inspect.web.app import UI
 from openrl_inspect.web.guard import HttpSettings
 from openrl_inspect.web.health import HealthSettings
@@ -75,7 +75,7 @@ def launch(
         {"cors_origins": "--cors-origin"},
     )
     health = settings.load(HealthSettings, "OPENRL_INSPECT_HEALTH_", env)
-    gc_settings = settings.load(server.GcSettings, "OPENRL_INSPECT_GC_", env)
+    gc_settings = settings.load(collector.GcSettings, "OPENRL_INSPECT_GC_", env)
     app, warnings = build(http, health)
     url = browsable_url(listen.host, listen.port)
     opening = args.command == "demo" and _opens_browser(args, env)

@@ -17,7 +17,7 @@ from typing import Any
 
 from openrl_inspect import auth
 from openrl_inspect.core.errors import SettingsError
-from openrl_inspect.core.settings import Settings
+from openrl_inspect.core.settings import SERVE_FRESH_FOR_S, Settings
 
 
 def _listen_flags(p: argparse.ArgumentParser) -> None:
@@ -103,6 +103,7 @@ def parser() -> argparse.ArgumentParser:
     )
 
     _track_command(sub)
+    _reindex_command(sub)
 
     auth.add_hash_token_command(sub)
     _agent_commands(sub)  # mcp, summary
@@ -144,6 +145,16 @@ def _agent_commands(sub: Any) -> None:
     summary.add_argument("--url", help="a running inspector (default: read Redis directly)")
     summary.add_argument("--token-file", help="a file holding the bearer token")
     _backend_flags(summary)
+
+
+def _reindex_command(sub: Any) -> None:
+    reindex = sub.add_parser(
+        "reindex",
+        help="build the model indexes for data written before them (the writing side, "
+        "with the recorder's credentials)",
+    )
+    reindex.add_argument("--redis-url", help="redis:// URL of OpenRL's Redis")
+    reindex.add_argument("--redis-cluster", action="store_true", default=None)
 
 
 def _track_command(sub: Any) -> None:
@@ -194,13 +205,18 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def inspector_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
-    """The inspector's settings: the environment, then these commands' flags."""
+    """The inspector's settings: the environment, then these commands' flags; ``serve``
+    with its own freshness window unless the environment sets one."""
+    fresh = None
+    if args.command == "serve" and "OPENRL_INSPECT_FRESH_FOR_S" not in env:
+        fresh = SERVE_FRESH_FOR_S
     return Settings.from_environment(
         env,
         {
             "request_deadline_s": getattr(args, "request_deadline", None),
             "introspection": getattr(args, "introspection", None),
             "registered_only": getattr(args, "registered_only", None),
+            "fresh_for_s": fresh,
         },
         {"request_deadline_s": "--request-deadline"},
     )
@@ -225,6 +241,10 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from openrl_inspect.cli import track
 
         return track.run(args, env)
+    if args.command == "reindex":
+        from openrl_inspect.cli import reindex
+
+        return reindex.run(args, env)
     if args.command == "summary":
         from openrl_inspect.cli import summary
 

@@ -201,6 +201,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], inspector: Settings) -
             for_serve(config, env),
             metrics,
         )
+        app.state.runner.warm()
         return app, warnings
 
     return launch(args, env, listen, build)

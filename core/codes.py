@@ -62,6 +62,8 @@ _TABLE = (
     Code("BACKEND_PROTOCOL_ERROR", 503),
     Code("BACKEND_NOT_CONFIGURED", 503),
     Code("SCHEMA_VERSION_UNSUPPORTED", 503),
+    # The model indexes are not known complete: `openrl-inspect reindex` builds them.
+    Code("INDEXES_NOT_BUILT", 503),
     Code("API_VERSION_UNSUPPORTED", 503),
     Code("DEADLINE_EXCEEDED", 504),
     Code("INTERNAL", 500),

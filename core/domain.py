@@ -123,6 +123,9 @@ class CauseKind(StrEnum):
     CONTAINER_CONFIG = "CONTAINER_CONFIG"
     POD_FAILED = "POD_FAILED"
     GPU_UNHEALTHY = "GPU_UNHEALTHY"
+    # What outlives the pods: a NoExecute device taint's eviction, a lost node.
+    EVICTED_BY_DEVICE_TAINT = "EVICTED_BY_DEVICE_TAINT"
+    NODE_LOST = "NODE_LOST"
     # OpenRL's own state.
     MODEL_FAILED = "MODEL_FAILED"
     WORKER_LOST = "WORKER_LOST"
@@ -136,3 +139,32 @@ class CauseKind(StrEnum):
     TRAINER_SLOW = "TRAINER_SLOW"
     CLIENT_BOUND = "CLIENT_BOUND"
     PACE_REGRESSION = "PACE_REGRESSION"
+
+
+class TimelineSource(StrEnum):
+    """Where a timeline entry comes from."""
+
+    REDIS = "REDIS"  # OpenRL's own record: states, steps, ops, workers, placements
+    KUBERNETES = "KUBERNETES"  # Workload conditions and Events (watch cache, events log)
+    PROMETHEUS = "PROMETHEUS"  # DCGM duty: idle spans on the model's GPUs
+    CLOUD_LOGGING = "CLOUD_LOGGING"  # the first ERROR or CRITICAL line of each message
+
+
+class TimelineKind(StrEnum):
+    """What a timeline entry records."""
+
+    STATE = "STATE"  # the model entered a state
+    FIRST_STEP = "FIRST_STEP"
+    LAST_STEP = "LAST_STEP"
+    OP_FAILED = "OP_FAILED"
+    WORKER_LOST = "WORKER_LOST"  # a worker's last heartbeat, and none since
+    WORKER_BACK = "WORKER_BACK"  # a worker (re)started
+    PLACEMENT_ADMITTED = "PLACEMENT_ADMITTED"
+    PLACEMENT_RELEASED = "PLACEMENT_RELEASED"
+    WORKLOAD_CONDITION = "WORKLOAD_CONDITION"  # QuotaReserved, Admitted, Evicted, ...
+    POD_EVENT = "POD_EVENT"  # scheduled, started, killed, OOMKilled, BackOff, evicted
+    WORKLOAD_EVENT = "WORKLOAD_EVENT"
+    NODE_EVENT = "NODE_EVENT"
+    DEVICE_TAINT = "DEVICE_TAINT"  # a GPU of the model tainted (DRA, DeviceTaintRule)
+    GPU_IDLE = "GPU_IDLE"  # DCGM duty under the idle threshold for minutes
+    LOG_ERROR = "LOG_ERROR"  # the first ERROR or CRITICAL line of a distinct message

@@ -11,6 +11,7 @@ so nothing above them ever sees a redis, kubernetes, httpx or google exception::
     │   ├── BackendProtocolError     the answer could not be understood
     │   ├── BackendNotConfigured     this inspector was started without that backend
     │   ├── SchemaVersionError       the data is newer than this reader understands
+    │   ├── IndexesNotBuilt          data predates the model indexes: ``reindex`` first
     │   └── ApiVersionUnsupported    an API group served only at versions this reader
     │                                does not know (Kubernetes discovery)
     ├── NotFound                     a looked-up id does not exist
@@ -112,6 +113,14 @@ class BackendNotConfigured(BackendError):
 
 class SchemaVersionError(BackendError):
     code = "SCHEMA_VERSION_UNSUPPORTED"
+
+
+class IndexesNotBuilt(BackendError):
+    """The store holds data written before the model indexes (docs/redis-schema.md,
+    "Model indexes") and ``openrl-inspect reindex`` has not run: a list read from them
+    would be short, so it is refused instead."""
+
+    code = "INDEXES_NOT_BUILT"
 
 
 class ApiVersionUnsupported(BackendError):

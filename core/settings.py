@@ -154,6 +154,11 @@ class Thresholds:
     stuck_after_s: float = 600.0
 
 
+#: ``serve``'s freshness window: dashboards poll the same pages every few seconds, and an
+#: answer at most this old serves them all (docs/benchmarks.md, "Fifty pollers").
+SERVE_FRESH_FOR_S = 2.0
+
+
 @dataclass(frozen=True)
 class Switches:
     """How documents run and which features are on. Env prefix ``OPENRL_INSPECT_``."""
@@ -163,7 +168,8 @@ class Switches:
     # cache: a query after the result runs anew, unless ``fresh_for_s`` says otherwise.
     single_flight: bool = True
     # With single flight: an answer also serves identical queries arriving within this
-    # many seconds after it (polls of one page from many dashboards). 0: off.
+    # many seconds after it (polls of one page from many dashboards). 0: off. ``serve``
+    # starts with SERVE_FRESH_FOR_S unless told otherwise.
     fresh_for_s: float = 0.0
     # Off: introspection queries are refused and errors carry no "Did you mean" hints
     # (GraphiQL's schema explorer needs it on).

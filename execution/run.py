@@ -5,10 +5,12 @@ A run, in order, each step refusing before the next costs anything:
 
 1. the persisted lookup (a registered document by its hash) and, with
    ``registered_only``, the refusal of any other text;
-2. one parse, bounded in tokens; the parsed document is handed to the execution, which
-   never parses it again (``execution.schema.ParsedOnce``);
+2. one parse, bounded in tokens, kept by the text with whether it validated
+   (``execution.documents``); the parsed document is handed to the execution, which
+   never parses it again nor validates it again (``execution.schema.ParsedOnce``);
 3. the operation to run: exactly one query;
-4. the cost of what it could return (``execution.cost``), before validation;
+4. the cost of what it could return (``execution.cost``), before validation, kept by
+   document, operation, variables and limits;
 5. identical concurrent queries of one principal joined into one execution
    (``single_flight``), each caller waiting under its own deadline;
 6. a slot, for an expensive query (``admission``);
@@ -22,20 +24,20 @@ request error and has no ``data`` entry, as GraphQL over HTTP asks.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
 import strawberry
 from graphql import (
-    DocumentNode,
     GraphQLError,
     GraphQLSchema,
     OperationType,
     build_schema,
     get_operation_ast,
-    parse,
 )
 from openrl_inspect.core.codes import error
 from openrl_inspect.core.cursor import Sealer, process_sealer
@@ -50,7 +52,8 @@ from openrl_inspect.core.errors import (
 from openrl_inspect.core.principal import Principal
 from openrl_inspect.core.settings import Settings
 from openrl_inspect.execution.admission import LIMIT_TEXT, Slots, cost_limits
-from openrl_inspect.execution.cost import query_cost
+from openrl_inspect.execution.cost import Cost, CostLimits, query_cost
+from openrl_inspect.execution.documents import MAX_COSTS, Compiled, Documents, Lru
 from openrl_inspect.execution.errors import formatted
 from openrl_inspect.execution.persisted import resolve
 from openrl_inspect.execution.registry import Registry, registry
@@ -81,6 +84,12 @@ class Answer:
     @property
     def codes(self) -> list[str]:
         return [str((e.get("extensions") or {}).get("code", "INTERNAL")) for e in self.errors]
+
+    @functools.cached_property
+    def encoded(self) -> bytes:
+        """The body as JSON, serialised once: an answer shared by identical polls
+        (single flight, the freshness window) is encoded for the first of them only."""
+        return orjson.dumps(self.body())
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"data": self.data} if self.ran else {}
@@ -146,6 +155,9 @@ class Runner:
         # The types as the API publishes them (its SDL), for what is checked before
         # execution: the cost of a document, and the REST routes' OpenAPI document.
         self.types: GraphQLSchema = build_schema(schema.as_str())
+        # Parsed and validated once per text (``warm``: the documents the server ships).
+        self.compiled = Documents(settings.bounds.max_tokens)
+        self.costs: Lru[Hashable, Cost] = Lru(MAX_COSTS)
         bounds = settings.bounds
         self.slots = Slots(bounds.max_expensive_requests, bounds.busy_wait_s)
         self.flights: Flights[Hashable, Answer] | None = None
@@ -157,6 +169,11 @@ class Runner:
                 refresh_deadline_s=bounds.request_deadline_s or 30.0,
             )
 
+    def warm(self) -> None:
+        """Parse the documents the server ships now (``serve`` at start-up), so that the
+        first poll of each does not."""
+        self.compiled.warm(d.text for d in self.documents)
+
     async def run(
         self,
         request: Request,
@@ -164,17 +181,20 @@ class Runner:
         principal: Principal,
         *,
         max_nodes: int | None = None,
+        read_only: bool = False,
     ) -> Answer:
         """The answer to ``request``; ``max_nodes`` tightens the cost limit for this run
-        (the MCP GraphQL tool's)."""
+        (the MCP GraphQL tool's). With ``read_only`` the caller promises not to change
+        the answer (it only encodes it), and may be handed one shared with others."""
         try:
-            text, document = self._document(request)
+            compiled = self._document(request)
+            document = compiled.document
             operation = get_operation_ast(document, request.operation_name)
             if operation is None:
                 raise InvalidDocument("The document has no single operation to run.")
             if operation.operation != OperationType.QUERY:
                 raise InvalidDocument("Only queries run here: this API never writes.")
-            expensive = self._admit(document, request, max_nodes)
+            expensive = self._admit(compiled, request, max_nodes)
         except RequestRefused as exc:
             return Answer.refused(exc)
         except GraphQLError as exc:
@@ -182,9 +202,9 @@ class Runner:
         context = Context.build(backends, principal, self.settings, self.cursors)
 
         def start() -> asyncio.Future[Answer]:
-            return asyncio.ensure_future(self._execute(text, document, request, context, expensive))
+            return asyncio.ensure_future(self._execute(compiled, request, context, expensive))
 
-        key = self._flight_key(principal, text, request)
+        key = self._flight_key(principal, compiled.text, request)
         work = start() if key is None or self.flights is None else self.flights.join(key, start)
         deadline = self.settings.bounds.request_deadline_s
         try:
@@ -201,21 +221,23 @@ class Runner:
                 "Ask for smaller pages or fewer nested lists."
             )
             return Answer(None, [error(late.message, late.code)])
-        return replace(answer, data=_copied(answer.data)) if key is not None else answer
+        if key is None or read_only:
+            return answer
+        return replace(answer, data=_copied(answer.data))
 
-    def _document(self, request: Request) -> tuple[str, DocumentNode]:
+    def _document(self, request: Request) -> Compiled:
         switches = self.settings.switches
         text = resolve(request.query, request.extensions, self.documents, switches.registered_only)
         if not text:
             raise BadRequest("No GraphQL query found in the request.")
-        return text, parse(text, max_tokens=self.settings.bounds.max_tokens)
+        return self.compiled.get(text)
 
-    def _admit(self, document: DocumentNode, request: Request, max_nodes: int | None) -> bool:
+    def _admit(self, compiled: Compiled, request: Request, max_nodes: int | None) -> bool:
         """Refuses a document past the cost limits; whether it needs a slot."""
         bounds = cost_limits(self.settings.bounds)
         if max_nodes is not None:
             bounds = replace(bounds, max_nodes=min(max_nodes, bounds.max_nodes))
-        cost = query_cost(self.types, document, request.operation_name, request.variables, bounds)
+        cost = self._cost(compiled, request, bounds)
         if cost.exceeded is not None:
             limit = getattr(bounds, f"max_{cost.exceeded}")
             raise QueryTooCostly(
@@ -223,6 +245,27 @@ class Runner:
                 "smaller pages (first), fewer nested lists or fewer aliases."
             )
         return cost.nodes >= self.settings.bounds.expensive_nodes
+
+    def _cost(self, compiled: Compiled, request: Request, bounds: CostLimits) -> Cost:
+        """The document's cost, kept by its text, operation, variables and limits."""
+        try:
+            key: Hashable | None = (
+                compiled.text,
+                request.operation_name,
+                _canonical(request.variables or {}),
+                bounds,
+            )
+            hash(key)
+        except (TypeError, ValueError):
+            key = None  # variables that are not plain JSON: computed, not kept
+        cost = self.costs.get(key) if key is not None else None
+        if cost is None:
+            cost = query_cost(
+                self.types, compiled.document, request.operation_name, request.variables, bounds
+            )
+            if key is not None:
+                self.costs.put(key, cost)
+        return cost
 
     def _flight_key(self, principal: Principal, text: str, request: Request) -> Hashable | None:
         if self.flights is None:
@@ -236,8 +279,7 @@ class Runner:
 
     async def _execute(
         self,
-        text: str,
-        document: DocumentNode,
+        compiled: Compiled,
         request: Request,
         context: Context,
         expensive: bool,
@@ -248,9 +290,9 @@ class Runner:
             except RequestRefused as exc:
                 return Answer.refused(exc)
         try:
-            with parsed_once(text, document):
+            with parsed_once(compiled):
                 result = await self.schema.execute(
-                    text,
+                    compiled.text,
                     variable_values=request.variables,
                     context_value=context,
                     operation_name=request.operation_name,

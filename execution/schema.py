@@ -1,8 +1,9 @@
 """The schema documents run on: the root ``Query`` with the execution's extensions.
 
-``Runner`` (``execution.run``) parses each document once and hands the parsed document
-to the execution through ``parsed_once``: ``ParsedOnce`` gives it to Strawberry in place
-of a second parse. Validation and execution are Strawberry's and graphql-core's (through
+``Runner`` (``execution.run``) compiles each document once (``execution.documents``) and
+hands it to the execution through ``parsed_once``: ``ParsedOnce`` gives Strawberry the
+parsed document in place of a second parse, and a document that validated cleanly before
+is not validated again. Validation and execution are Strawberry's and graphql-core's (through
 the inspector's own executor with ``Switches.execution = "fast"``).
 """
 
@@ -15,8 +16,9 @@ from contextvars import ContextVar
 from typing import Any
 
 import strawberry
-from graphql import DocumentNode, GraphQLError
+from graphql import GraphQLError
 from openrl_inspect.core.settings import Switches
+from openrl_inspect.execution.documents import Compiled
 from openrl_inspect.execution.errors import CodedErrors
 from openrl_inspect.execution.exposure import HideSuggestions
 from openrl_inspect.execution.fast import ExecutionStats, executor_class
@@ -25,31 +27,45 @@ from strawberry.extensions import DisableIntrospection, SchemaExtension
 
 log = logging.getLogger("openrl_inspect.graphql")
 
-# The document the current run parsed, with its text (a context variable: concurrent
-# runs each see their own).
-_PARSED: ContextVar[tuple[str, DocumentNode] | None] = ContextVar(
-    "openrl_inspect_parsed", default=None
-)
+# The document the current run compiled (a context variable: concurrent runs each see
+# their own).
+_COMPILED: ContextVar[Compiled | None] = ContextVar("openrl_inspect_compiled", default=None)
 
 
 @contextlib.contextmanager
-def parsed_once(text: str, document: DocumentNode) -> Iterator[None]:
-    """Within: an execution of ``text`` takes ``document`` instead of parsing it again."""
-    token = _PARSED.set((text, document))
+def parsed_once(compiled: Compiled) -> Iterator[None]:
+    """Within: an execution of ``compiled.text`` takes its parsed document instead of
+    parsing it again, and skips validation once it has validated cleanly."""
+    token = _COMPILED.set(compiled)
     try:
         yield
     finally:
-        _PARSED.reset(token)
+        _COMPILED.reset(token)
 
 
 class ParsedOnce(SchemaExtension):
+    def _compiled(self) -> Compiled | None:
+        compiled = _COMPILED.get()
+        if compiled is not None and compiled.text == self.execution_context.query:
+            return compiled
+        return None
+
     def on_parse(self) -> Iterator[None]:
-        context = self.execution_context
-        parsed = _PARSED.get()
+        compiled = self._compiled()
         # Strawberry parses only when no document is set (as its own ParserCache does).
-        if parsed is not None and parsed[0] == context.query:
-            context.graphql_document = parsed[1]
+        if compiled is not None:
+            self.execution_context.graphql_document = compiled.document
         yield
+
+    def on_validate(self) -> Iterator[None]:
+        compiled = self._compiled()
+        context = self.execution_context
+        # Strawberry validates only when no errors are set (as its ValidationCache does).
+        if compiled is not None and compiled.valid:
+            context.pre_execution_errors = []
+        yield
+        if compiled is not None and context.pre_execution_errors == []:
+            compiled.valid = True
 
 
 class InspectorSchema(strawberry.Schema):

@@ -13,10 +13,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
-from openrl_inspect.adapters.kubernetes import KubernetesSource, ObjectKey, PodLogReader
-from openrl_inspect.adapters.logs import MAX_MODEL_PODS, LogPage, LogQuery, LogSource
+from openrl_inspect.adapters.kubernetes import (
+    EventRecord,
+    KubernetesSource,
+    ObjectKey,
+    ObjectRef,
+    PodLogReader,
+    Regarding,
+)
+from openrl_inspect.adapters.logs import (
+    MAX_EVENT_OBJECTS,
+    MAX_MODEL_PODS,
+    LogEntry,
+    LogPage,
+    LogQuery,
+    LogSource,
+)
 from openrl_inspect.adapters.redis import ClientLogReader, ClientLogRequest, ClientLogSlice
 from openrl_inspect.core.errors import (
     BackendError,
@@ -45,11 +60,105 @@ class WorkerRead:
     pods: tuple[ObjectKey, ...] | None = None
 
 
+# The events log, read once per request for every model that needs its past: the
+# newest entries of the union of their objects, over at most this long a window.
+EVENTS_LOG_ENTRIES = 300
+EVENTS_LOG_WINDOW_S = 72 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class EventsLogRead:
+    """A model's past in Cloud Logging's events log: the Events about ``objects``
+    (pods and Workloads long deleted, their nodes) between ``start`` and ``end``."""
+
+    objects: tuple[Regarding, ...]
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class EventsLogAnswer:
+    """The Events found for one read, oldest first; ``complete`` is False when the
+    request's one read was cut (more objects than it names, or more entries than it
+    returns), so fewer may be shown than there were."""
+
+    events: tuple[EventRecord, ...]
+    complete: bool
+
+
+def event_of(entry: LogEntry) -> EventRecord | None:
+    """An events-log entry as the Event record the watch cache would hold (the
+    exporter keeps no count: each entry is one sighting, at its timestamp)."""
+    about = entry.event
+    if about is None:
+        return None
+    at = entry.timestamp.timestamp()
+    ident = entry.insert_id or f"log-{about.kind}-{about.name}-{at:.3f}"
+    return EventRecord(
+        namespace=about.namespace or "",
+        name=ident,
+        uid=ident,
+        type=about.type,
+        reason=about.reason,
+        note=entry.message or None,
+        action=None,
+        regarding=ObjectRef(about.kind, about.namespace or "", about.name),
+        related=None,
+        reporting_controller=about.component,
+        count=1,
+        first_at=at,
+        last_at=at,
+    )
+
+
+async def read_events_log(source: LogSource, reads: list[EventsLogRead]) -> list[EventsLogAnswer]:
+    """One events-log read for a batch of models: their objects together (at most
+    ``MAX_EVENT_OBJECTS``, in the order asked), over the window that covers theirs."""
+    objects = list(dict.fromkeys(o for r in reads for o in r.objects))
+    sent = set(objects[:MAX_EVENT_OBJECTS])
+    end = max(r.end for r in reads)
+    start = max(min(r.start for r in reads), end - EVENTS_LOG_WINDOW_S)
+    query = LogQuery(
+        start=datetime.fromtimestamp(start, tz=UTC),
+        end=datetime.fromtimestamp(max(end, start + 1.0), tz=UTC),
+        event_objects=tuple(objects[:MAX_EVENT_OBJECTS]),
+        events_only=True,
+        newest_first=True,
+        limit=EVENTS_LOG_ENTRIES,
+    )
+    page = await source.entries(query)
+    found = [e for e in (event_of(x) for x in page.entries) if e is not None]
+    found.sort(key=lambda e: (e.last_at or 0.0, e.name))
+    out = []
+    for r in reads:
+        wanted = set(r.objects)
+        mine = tuple(
+            e
+            for e in found
+            if (e.regarding.kind, e.regarding.namespace, e.regarding.name) in wanted
+            and r.start <= (e.last_at or 0.0) <= r.end
+        )
+        complete = wanted <= sent and not page.truncated and r.start >= start
+        out.append(EventsLogAnswer(mine, complete))
+    return out
+
+
+def events_log_loader(source: LogSource | None) -> BatchLoader[EventsLogRead, EventsLogAnswer]:
+    async def load(reads: list[EventsLogRead]) -> list[EventsLogAnswer]:
+        if source is None:
+            raise BackendNotConfigured("cloud_logging", "Cloud Logging is not configured")
+        return await read_events_log(source, reads)
+
+    return BatchLoader(load)
+
+
 @dataclass(frozen=True)
 class LogLoaders:
     client: BatchLoader[ClientLogRequest, ClientLogSlice]
     worker: BatchLoader[WorkerRead, LogPage]
     model_pods: BatchLoader[str, tuple[str, ...]]
+    # Cloud Logging's events log: one read per batch, whatever the number of models.
+    events_log: BatchLoader[EventsLogRead, EventsLogAnswer]
     # Which worker-log backends exist, for the resolver's choice.
     cloud_logging: bool
     kubernetes: bool
@@ -112,6 +221,7 @@ class LogLoaders:
             client=BatchLoader(load_client),
             worker=BatchLoader(load_worker),
             model_pods=BatchLoader(load_pods),
+            events_log=events_log_loader(cloud_logging),
             cloud_logging=cloud_logging is not None,
             kubernetes=pod_logs is not None,
             describe=None if cloud_logging is None else cloud_logging.describe,

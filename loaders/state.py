@@ -18,6 +18,7 @@ from openrl_inspect.adapters.redis import (
 )
 from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -43,6 +44,10 @@ class StateLoaders:
     sampler_batches: BatchLoader[SamplerBatchRequest, SamplerBatchSlice]
     # (model id, newest steps wanted) -> the model's rollup (state/rollup.py)
     rollups: BatchLoader[tuple[str, int], ModelRollup | None]
+    # a filtered list of models (state/filters.py), counted exactly
+    model_pages: BatchLoader[ModelQuery, Page]
+    # the live models counted, the quiet and the recently failed ones (attention)
+    live_models: BatchLoader[LiveAsk, LiveModels]
 
     @classmethod
     def build(cls, store: StateStore) -> StateLoaders:
@@ -52,6 +57,9 @@ class StateLoaders:
             if reader is None:
                 raise BackendNotConfigured("redis", "sampler batches are not readable here")
             return await reader.sampler_batches(requests)
+
+        async def load_live(asks: list[LiveAsk]) -> list[LiveModels]:
+            return [await store.live_models(ask) for ask in asks]
 
         return cls(
             pages=BatchLoader(store.pages),
@@ -64,4 +72,6 @@ class StateLoaders:
             placements=BatchLoader(store.placements),
             sampler_batches=BatchLoader(load_batches),
             rollups=BatchLoader(store.rollups),
+            model_pages=BatchLoader(store.model_pages),
+            live_models=BatchLoader(load_live),
         )

@@ -21,7 +21,8 @@ policy, exact counters), ``_writes`` (the table of kind -> key writes) over ``_b
 (write combining), ``_rollup`` and ``_scripts`` (the server-side scripts), ``_flow``
 (taking, compiling and settling batches), ``_status`` (counters and heartbeat),
 ``_calls`` (the record methods), ``_send`` (one pipeline), ``_flusher`` (the thread),
-``_recorders`` (the two recorders).
+``_recorders`` (the two recorders); ``_reindex`` builds the model indexes for data
+written before them (``openrl-inspect reindex``).
 
 **Failures.** A failed pipeline (connection refused or reset, timeout, Cluster down,
 loading, out of memory...) keeps its batch: the flusher retries the same batch, with
@@ -60,6 +61,7 @@ from openrl_inspect.recorder._buffer import DROP_REASONS
 from openrl_inspect.recorder._calls import RecorderBase
 from openrl_inspect.recorder._config import RecorderSettings, RecorderStats, Retention, WorkerInfo
 from openrl_inspect.recorder._recorders import AsyncRecorder, Recorder
+from openrl_inspect.recorder._reindex import ReindexReport, reindex, reindex_with
 from openrl_inspect.recorder._writes import LOW_VALUE
 
 __all__ = [
@@ -70,6 +72,9 @@ __all__ = [
     "RecorderBase",
     "RecorderSettings",
     "RecorderStats",
+    "ReindexReport",
     "Retention",
     "WorkerInfo",
+    "reindex",
+    "reindex_with",
 ]

@@ -7,6 +7,10 @@ Combining is exact for what the records do:
 - ZADD and ZREM on one key keep, per member, the last operation (its score, or its
   removal), then send one ZADD and one ZREM;
 - HSETNX keeps the first value per field (later ones would have been no-ops);
+- ZADD XX GT (``touch``: move a member's score forward if it is there) keeps the
+  highest score per member; a touch after the member's ZADD in the batch raises that
+  ZADD's score, one after its ZREM is dropped, and the others go before the key's ZADD
+  and ZREM (which then decide), as one-by-one writes would leave it;
 - SET keeps the last value; trims keep the widest cutoff; EXPIRE keeps the last TTL;
 - EXPIREs, trims and the per-model Lua scripts run after the batch's other writes,
   so a key created in the batch gets its TTL, and a trim sees every step of the batch;
@@ -31,6 +35,7 @@ class Batch:
 
     __slots__ = (
         "_ex",
+        "_gt",
         "_h",
         "_nx",
         "_ru",
@@ -41,19 +46,30 @@ class Batch:
         "_ts",
         "_z",
         "id_prefix",
+        "owners",
         "r",
         "seq",
         "worker_id",
     )
 
-    def __init__(self, r: Retention, id_prefix: str = "", worker_id: str | None = None) -> None:
+    def __init__(
+        self,
+        r: Retention,
+        id_prefix: str = "",
+        worker_id: str | None = None,
+        owners: dict[str, str] | None = None,
+    ) -> None:
         self.r = r
+        # session id -> owner, of the sessions this recorder saw opened (``_flow`` keeps
+        # it across batches): what a model's creation is indexed under when not given.
+        self.owners: dict[str, str] = {} if owners is None else owners
         self.id_prefix = id_prefix
         self.worker_id = worker_id
         self.seq = 0  # the current record's sequence number, set by whoever compiles
         self._h: dict[str, dict[str, str]] = {}
         self._nx: dict[tuple[str, str], str] = {}
         self._z: dict[str, dict[str, float | None]] = {}
+        self._gt: dict[str, dict[str, float]] = {}
         self._s: dict[str, tuple[str, int]] = {}
         self._snx: dict[str, str] = {}
         self._ts: dict[str, float] = {}
@@ -101,6 +117,20 @@ class Batch:
             self._z[key] = {member: None}
         else:
             z[member] = None
+
+    def touch(self, key: str, member: str, score: float) -> None:
+        """Raise ``member``'s score to ``score`` if it is in the set (ZADD XX GT)."""
+        z = self._z.get(key)
+        if z is not None and member in z:
+            old = z[member]
+            if old is not None and score > old:
+                z[member] = score
+            return  # after a ZREM in the batch: the member is gone, nothing to raise
+        gt = self._gt.get(key)
+        if gt is None:
+            self._gt[key] = {member: score}
+        elif score > gt.get(member, -float("inf")):
+            gt[member] = score
 
     def set(self, key: str, value: str, ex: int) -> None:
         self._s[key] = (value, ex)
@@ -151,6 +181,7 @@ class Batch:
             len(self._h)
             + len(self._nx)
             + len(self._z)
+            + len(self._gt)
             + len(self._s)
             + len(self._snx)
             + len(self._ts)
@@ -192,6 +223,13 @@ class Batch:
         return out
 
     def _zset_commands(self, out: list[Command]) -> None:
+        # Touches first: they met the key as it was before the batch's ZADD and ZREM.
+        for key, raised in self._gt.items():
+            pairs: list[Any] = []
+            for member, top in raised.items():
+                pairs.append(top)
+                pairs.append(member)
+            out.append(("ZADD", key, "XX", "GT", *pairs))
         for key, members in self._z.items():
             add: list[Any] = []
             rem: list[str] = []

@@ -93,11 +93,14 @@ class RecorderBase:
         lora: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
         at: float | None = None,
+        owner: str | None = None,
     ) -> None:
+        # ``owner``: the session's owner, for the models-by-owner index; not needed when
+        # this recorder recorded the session's opening.
         try:
             now = self._clock() if at is None else at
             lora_, settings_ = dict(lora) if lora else {}, dict(settings) if settings else {}
-            self._put(("model_created", (mid, sid, base_model, lora_, settings_, now)))
+            self._put(("model_created", (mid, sid, base_model, lora_, settings_, now, owner)))
         except Exception:  # never into the caller: counted as malformed
             self._buffer.malformed("model_created")
 

@@ -100,6 +100,7 @@ class Flow:
         self.status = status
         self._id_prefix = f"{status.recorder_id}/"
         self._wid = worker_id
+        self._owners: dict[str, str] = {}  # session -> owner, of sessions opened here
         self.held: Pending | None = None  # sent, to be retried until settled
         self.next: Pending | None = None  # compiled while Redis works, not sent yet
         self._seq = 0
@@ -155,7 +156,7 @@ class Flow:
                 continue
 
     def _batch(self) -> Batch:
-        return Batch(self.retention, self._id_prefix, self._wid)
+        return Batch(self.retention, self._id_prefix, self._wid, self._owners)
 
     def _compile(self, p: Pending) -> None:
         """All records into one combined batch; on any error, one batch per record."""

@@ -81,6 +81,17 @@ redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
 
+# The schema version, and with it on a fresh store the model indexes' version: set
+# together, so the indexes are declared complete only where no writer came before.
+# KEYS: schema version, indexes version (one slot: see ``keys.INDEXES_KEY``).
+DECLARE_SCHEMA = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SET', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
 # Known from import on, in whichever process sends them.
 sha(TRIM_STEPS)
 sha(EXPIRE_MODEL)

@@ -16,15 +16,26 @@ from openrl_inspect.recorder import _writes as writes
 from openrl_inspect.recorder._batch import Batch, Command
 from openrl_inspect.recorder._buffer import Buffer
 from openrl_inspect.recorder._config import RecorderSettings, Retention, WorkerInfo
+from openrl_inspect.recorder._scripts import DECLARE_SCHEMA
 from openrl_inspect.state import keys
 from openrl_inspect.state.records import encode
 
 Sent = tuple[bool, bool]  # a pipeline carried (the heartbeat, the counters)
 
 
-def schema_version(b: Batch) -> None:
-    # NX: a writer must never downgrade what a newer writer declared.
-    b.set_nx(keys.SCHEMA_VERSION_KEY, str(keys.SCHEMA_VERSION))
+def schema_version() -> Command:
+    # NX: a writer must never downgrade what a newer writer declared. The first writer of
+    # a fresh store declares the model indexes complete too (no data can predate them).
+    # EVAL, not EVALSHA: sent once per recorder and short, it never meets NOSCRIPT.
+    return (
+        "EVAL",
+        DECLARE_SCHEMA,
+        2,
+        keys.SCHEMA_VERSION_KEY,
+        keys.INDEXES_KEY,
+        str(keys.SCHEMA_VERSION),
+        str(keys.INDEXES_VERSION),
+    )
 
 
 def recorder_counters(b: Batch, rid: str, fields: Mapping[str, Any], at: float) -> None:
@@ -95,8 +106,6 @@ class Status:
         success makes true.
         """
         b = Batch(self.retention)
-        if not self.schema_done:
-            schema_version(b)
         heartbeat = self.heartbeat_due()
         publish = self.counters_due()
         if publish or heartbeat:
@@ -137,7 +146,8 @@ class Status:
                 writes.heartbeat(
                     b, w.id, w.role, w.pod, w.node, w.model_id, list(w.gpu_ids), payload, at
                 )
-        return b.commands(), (heartbeat, publish)
+        first = [] if self.schema_done else [schema_version()]
+        return first + b.commands(), (heartbeat, publish)
 
     def sent(self, sent: Sent) -> None:
         """A pipeline carrying these status writes succeeded."""

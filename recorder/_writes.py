@@ -62,6 +62,18 @@ def session_opened(b: Batch, sid: str, owner: str, client: Mapping[str, Any], at
         ),
     )
     b.zadd(keys.SESSIONS_LIVE, sid, at)
+    _remember(b.owners, sid, owner)
+
+
+# How many sessions' owners a recorder remembers for the models created under them.
+MAX_OWNERS = 65_536
+
+
+def _remember(owners: dict[str, str], sid: str, owner: str) -> None:
+    owners.pop(sid, None)
+    owners[sid] = owner
+    if len(owners) > MAX_OWNERS:
+        del owners[next(iter(owners))]  # the least recently opened
 
 
 def session_activity(b: Batch, sid: str, at: float) -> None:
@@ -90,6 +102,7 @@ def model_created(
     lora: Mapping[str, Any],
     settings: Mapping[str, Any],
     at: float,
+    owner: str | None = None,
 ) -> None:
     fields: dict[str, Any] = {
         "id": mid,
@@ -104,6 +117,12 @@ def model_created(
     # The rollup begins with the model: a reader trusts only a rollup that saw it all.
     b.hset1(keys.rollup(mid), "v", rollup.VERSION)
     b.zadd(keys.session_models(sid), mid, at)
+    # The model indexes (by session above, by state and live in model_record): an owner
+    # not given and not seen opening the session here is left to ``reindex``.
+    owner = owner if owner is not None else b.owners.get(sid)
+    if owner is not None:
+        b.zadd(keys.models_of_owner(owner), mid, at)
+    b.zadd(keys.models_of_base(base_model), mid, at)
     session_activity(b, sid, at)
 
 
@@ -116,6 +135,16 @@ def model_record(b: Batch, mid: str, fields: dict[str, Any], state: str, at: flo
         if other != state:
             b.zrem(keys.models_in_state(other), mid)
     b.zadd(keys.models_in_state(state), mid, at)
+    if state in TERMINAL_STATES:
+        b.zrem(keys.MODELS_LIVE, mid)
+    else:
+        b.zadd(keys.MODELS_LIVE, mid, at)
+
+
+def progress(b: Batch, mid: str, at: float) -> None:
+    """The model moved: its score in the live index rises (a model no longer live stays
+    out), so the models that stopped are the lowest-scored there."""
+    b.touch(keys.MODELS_LIVE, mid, at)
 
 
 def model_state(b: Batch, mid: str, state: str, at: float, reason: str | None = None) -> None:
@@ -159,6 +188,7 @@ def op_accepted(
     if session_id is not None:
         b.hset1(keys.session(session_id), "last_activity_at", sat)
     b.rollup_step(mid, step, oid)
+    progress(b, mid, at)
     if step % r.trim_every_steps == 0:
         b.script(TRIM_STEPS, keys.steps(mid), r.max_steps_per_model, model_prefix(mid))
 
@@ -175,6 +205,7 @@ def op_started(b: Batch, mid: str, oid: str, worker_id: str, at: float) -> None:
     )
     b.zadd(keys.model_workers(mid), worker_id, at)
     b.rollup_op(mid, oid)
+    progress(b, mid, at)
 
 
 def op_finished(
@@ -195,6 +226,7 @@ def op_finished(
     b.hset(keys.op(mid, oid), fields)
     b.zrem(keys.open_ops(mid), oid)
     b.rollup_op(mid, oid)
+    progress(b, mid, at)
 
 
 def step_metrics(
@@ -211,6 +243,7 @@ def step_metrics(
     b.zadd(keys.steps(mid), str(step), step)
     b.hset(keys.step(mid, step), fields)
     b.rollup_step(mid, step)
+    progress(b, mid, at)
 
 
 def heartbeat(

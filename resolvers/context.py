@@ -16,6 +16,7 @@ from openrl_inspect.loaders.kubernetes import KubeLoaders
 from openrl_inspect.loaders.logs import LogLoaders
 from openrl_inspect.loaders.metrics import MetricsLoaders
 from openrl_inspect.loaders.state import StateLoaders
+from openrl_inspect.resolvers.summary.memo import Judgements
 
 
 @dataclass
@@ -37,6 +38,9 @@ class Backends:
     logs: LogSource | None = None
     # Pod logs from the Kubernetes API: the worker logs when Cloud Logging is not there.
     pod_logs: PodLogReader | None = None
+    # Models' judgements by the version of their inputs, shared by every request over
+    # these backends (resolvers.summary.memo); None judges every model afresh.
+    judgements: Judgements | None = field(default_factory=Judgements)
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Context:
     cursors: Sealer = field(default_factory=process_sealer)
     # One "now" per request, so every derived age in an answer agrees.
     now: float = field(default_factory=time.time)
+    # Timelines this request has read so far (each reads every backend: they are capped).
+    timelines_read: int = 0
 
     @classmethod
     def build(

@@ -25,6 +25,7 @@ from openrl_inspect.adapters.kubernetes import (
     NodeRecord,
     PodRecord,
     SliceRecord,
+    TaintRuleRecord,
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes.memory import parse_object
@@ -59,6 +60,7 @@ def _lists(records: ClusterRecords) -> dict[type, list[Any]]:
         NodeRecord: records.nodes,
         JobRecord: records.jobs,
         EventRecord: records.events,
+        TaintRuleRecord: records.taint_rules,
     }
 
 
@@ -75,7 +77,7 @@ _ABSENT: dict[str, tuple[type, str]] = {
 def _key(record: Any) -> tuple[str, str, str]:
     if isinstance(record, JobRecord):
         return record.kind, record.namespace, record.name
-    if isinstance(record, NodeRecord | SliceRecord):
+    if isinstance(record, NodeRecord | SliceRecord | TaintRuleRecord):
         return type(record).__name__, "", record.name
     return type(record).__name__, record.key.namespace, record.key.name
 

@@ -51,6 +51,7 @@ from openrl_inspect.adapters.kubernetes import (
     PodSetAssignment,
     SliceRecord,
     Taint,
+    TaintRuleRecord,
     WorkloadRecord,
 )
 from openrl_inspect.adapters.kubernetes.memory import MemoryKubernetesSource, parse_object
@@ -93,6 +94,7 @@ class ClusterRecords:
     claims: list[ClaimRecord]
     jobs: list[JobRecord]
     events: list[EventRecord] = field(default_factory=list)
+    taint_rules: list[TaintRuleRecord] = field(default_factory=list)
 
 
 def jobset_uid(model_id: str) -> str:
@@ -392,5 +394,6 @@ def mirror_kubernetes(sim: Simulation, twin: MemoryKubernetesSource) -> None:
     twin.view.claims.replace(records.claims)
     twin.view.jobs.replace(j for j in records.jobs if j.kind == "Job")
     twin.view.jobsets.replace(j for j in records.jobs if j.kind == "JobSet")
+    twin.view.taint_rules.replace(records.taint_rules)
     # Events are upserted, not replaced: the store ages them out as the API server does.
     twin.put(*records.events)

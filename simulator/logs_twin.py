@@ -65,10 +65,15 @@ class LogMirror:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.twin = InMemoryLogSource(SETTINGS, project=PROJECT, capacity=capacity)
         self._seen: dict[str, _Seen] = {}
+        self._events_logged = 0
 
     async def update(self, sim: Simulation, store: StateStore, now: float) -> None:
-        """Append the lines that appeared since the last call."""
+        """Append the lines that appeared since the last call, and the events-log entries
+        the scenarios staged (``Simulation.events_log``)."""
         self.twin.append(*await self.step(sim, store, now))
+        fresh = sim.events_log[self._events_logged :]
+        self._events_logged = len(sim.events_log)
+        self.twin.append(*fresh)
 
     async def step(self, sim: Simulation, store: StateStore, now: float) -> list[dict[str, Any]]:
         """The lines that appeared since the last call (all of them on the first)."""

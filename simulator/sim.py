@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openrl_inspect.core.domain import HOLDING_STATES, ModelState, OpStatus
 from openrl_inspect.recorder import RecorderBase
@@ -125,6 +125,9 @@ class Simulation:
         self.kube_stages: dict[str, KubeStage] = {}
         # What Kubernetes shows that belongs to no model (``kube_staging``).
         self.cluster_stages: list[ClusterStage] = []
+        # Entries GKE's event exporter wrote to Cloud Logging's events log for Events the
+        # API server has since dropped (past its TTL): the logs twin appends each once.
+        self.events_log: list[dict[str, Any]] = []
         self.now = 0.0  # how far the simulation has been written
         self.sessions: list[str] = []
         self._seq = 0

@@ -8,6 +8,7 @@ commands never cross slots. Global indexes are small sorted sets read by range.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from openrl_inspect.core.domain import ModelState
@@ -35,6 +36,35 @@ WORKERS = f"{PREFIX}:workers"  # ZSET worker id -> last heartbeat (s)
 def models_in_state(state: str) -> str:
     """ZSET model id -> time it entered ``state`` (s)."""
     return f"{PREFIX}:models:state:{state}"
+
+
+# -- the model indexes (docs/redis-schema.md, "Model indexes") ------------------------------
+
+MODELS_LIVE = f"{PREFIX}:models:live"  # ZSET live model id -> its last progress (s)
+# STRING: the version of the model indexes, set when they are known complete (with the
+# schema version by the first writer of a fresh store, or by ``openrl-inspect reindex``);
+# absent: data may predate them. Its hash tag is the schema version key's whole name, so
+# both live on one Cluster slot and one script sets them together.
+INDEXES_KEY = f"{PREFIX}:models:indexed:{{{SCHEMA_VERSION_KEY}}}"
+INDEXES_VERSION = 1
+
+
+def _index_name(value: str) -> str:
+    # Owners and base models are free text from OpenRL: one that could not sit in a key
+    # (a brace would forge a hash tag) is named by its digest instead.
+    if valid_id(value):
+        return value
+    return "~" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def models_of_owner(owner: str) -> str:
+    """ZSET model id -> created (s): the models of an owner's sessions."""
+    return f"{PREFIX}:models:owner:{_index_name(owner)}"
+
+
+def models_of_base(base_model: str) -> str:
+    """ZSET model id -> created (s): the models fine-tuning one base model."""
+    return f"{PREFIX}:models:base:{_index_name(base_model)}"
 
 
 def session(sid: str) -> str:

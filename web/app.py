@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 
 from openrl_inspect.agents.entries import Agents
 from openrl_inspect.auth import Anonymous, Authenticator, AuthGate
@@ -208,7 +209,7 @@ def create_app(
     http = http or HttpSettings()
     health = health or HealthSettings()
     authenticator = authenticator or Anonymous()
-    identity = identity or Identity("serve")
+    identity = replace(identity or Identity("serve"), fresh_for_s=settings.switches.fresh_for_s)
     # One runner under /graphql, REST, OpenAPI and MCP: the same schema and limits.
     cursors = Sealer(settings.secrets.cursor_key)
     runner = Runner(build_schema(settings.switches), settings, cursors=cursors)
@@ -236,5 +237,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.identity = identity
+    app.state.runner = runner
     app.state.metrics = metrics
     return app

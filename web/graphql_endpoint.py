@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from openrl_inspect.core.codes import code_of, status_of
 from openrl_inspect.core.errors import (
     BadRequest,
@@ -71,7 +70,7 @@ def _status(answer: Answer, media: str) -> int:
 
 def respond(answer: Answer, media: str) -> Response:
     """The HTTP response for ``answer``, serialised once."""
-    response = Response(orjson.dumps(answer.body()), _status(answer, media), media_type=media)
+    response = Response(answer.encoded, _status(answer, media), media_type=media)
     retry = [code_of(c).retry_after_s for c in answer.codes]
     waits = [r for r in retry if r is not None]
     for e in answer.errors:
@@ -149,7 +148,8 @@ class GraphQLEndpoint:
                 {"operationName": parsed.operation_name, "query": parsed.query}
             )
         principal = request.scope.get(SCOPE_KEY, NOBODY)
-        running = self.runner.run(parsed, request.app.state.backends, principal)
+        backends = request.app.state.backends
+        running = self.runner.run(parsed, backends, principal, read_only=True)
         return await unless_disconnected(request.receive, running)
 
     def _wants_ide(self, request: HttpRequest) -> bool:

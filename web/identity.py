@@ -43,6 +43,8 @@ class Identity:
     version: str = field(default_factory=package_version)
     # Per process start: a restart, or another replica, is another instance.
     instance: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # How old an answer may be when it serves an identical poll (Switches.fresh_for_s).
+    fresh_for_s: float = 0.0
 
     def answer(self, endpoints: bool) -> dict[str, Any]:
         """The ``/healthz`` body; ``endpoints`` adds where each backend is."""
@@ -57,6 +59,7 @@ class Identity:
             "version": self.version,
             "instance": self.instance,
             "mode": self.mode,
+            "freshForSeconds": self.fresh_for_s,
             "backends": backends,
         }
 

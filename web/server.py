@@ -7,11 +7,8 @@ for as long as it likes. ``GuardedH11Protocol`` gives the request line and heade
 deadline from the moment the connection opens (or the previous response ends) that
 arriving bytes do not extend. The body has its own deadline in ``RequestGuard``.
 
-Once started (the app's lifespan has opened the backends), the objects made so far are
-frozen out of the garbage collector's scans and its first generation is given more
-room (``GcSettings``): a large answer allocates hundreds of thousands of objects that
-hold no cycles, and CPython's default of 700 allocations per collection spent a third
-of such a request scanning (docs/benchmarks.md, "Nested query").
+Once started (the app's lifespan has opened the backends), the garbage collector is
+tuned and run between requests (``web.collector``).
 """
 
 from __future__ import annotations
@@ -19,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
-from dataclasses import dataclass
 from typing import Any
 
 import h11
 import uvicorn
+from openrl_inspect.web.collector import GcSettings, IdleCollector, tune_gc
 from openrl_inspect.web.guard import HttpSettings
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -71,32 +68,24 @@ def protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
     return type("Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
 
 
-@dataclass(frozen=True)
-class GcSettings:
-    """The garbage collector once serving. Env prefix ``OPENRL_INSPECT_GC_``."""
-
-    # gc.freeze() after start-up: the modules, the schema and the backends' clients are
-    # never scanned again.
-    freeze: bool = True
-    # Allocations (net of frees) between first-generation collections; 0 keeps
-    # CPython's 700. Measured: bench/bench_nested_query.py --gc.
-    threshold: int = 50_000
-
-
-def tune_gc(settings: GcSettings) -> None:
-    if settings.freeze:
-        gc.collect()
-        gc.freeze()
-    if settings.threshold > 0:
-        gc.set_threshold(settings.threshold, *gc.get_threshold()[1:])
-
-
 class _Server(uvicorn.Server):
     gc_settings = GcSettings()
+    _collector: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         tune_gc(self.gc_settings)
+        if self.gc_settings.idle:
+            # uvicorn's own set of the request tasks in flight: empty between requests.
+            state = self.server_state
+            collector = IdleCollector(self.gc_settings, lambda: bool(state.tasks))
+            self._collector = asyncio.create_task(collector.run())
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._collector is not None:
+            self._collector.cancel()
+            gc.enable()
+        await super().shutdown(sockets=sockets)
 
 
 def serve(

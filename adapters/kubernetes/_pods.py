@@ -50,7 +50,24 @@ def _termination(detail: Json) -> Termination:
     )
 
 
-def _container_state(status: Json, init: bool, images: Mapping[str, str]) -> ContainerState:
+def _memory_limits(spec: Json) -> dict[str, str]:
+    """Container name -> its memory limit as written (``64Gi``): what an OOM kill hit."""
+    out: dict[str, str] = {}
+    for field in ("initContainers", "containers"):
+        for container in as_list(spec, field):
+            name = as_str(container, "name")
+            limit = as_map(as_map(container, "resources"), "limits").get("memory")
+            if name and isinstance(limit, str | int):
+                out[name] = str(limit)[:MAX_LIMIT_CHARS]
+    return out
+
+
+MAX_LIMIT_CHARS = 32
+
+
+def _container_state(
+    status: Json, init: bool, images: Mapping[str, str], limits: Mapping[str, str]
+) -> ContainerState:
     state = as_map(status, "state")
     kind, detail = "unknown", {}
     for candidate in ("waiting", "running", "terminated"):
@@ -74,6 +91,7 @@ def _container_state(status: Json, init: bool, images: Mapping[str, str]) -> Con
         signal=as_int(detail.get("signal")) or None,
         image=as_str(status, "image") or images.get(name),
         last_termination=_termination(last) if last else None,
+        memory_limit=limits.get(name),
     )
 
 
@@ -131,12 +149,12 @@ def parse_pod(obj: Json, keys: LabelKeys = DEFAULT_LABELS) -> PodRecord | None:
     for cond in pod_conditions:
         if cond.type == "PodScheduled" and cond.status == "False":
             failure = SchedulingFailure(cond.reason, cond.message, cond.last_transition)
-    images = _images(spec)
+    images, limits = _images(spec), _memory_limits(spec)
     containers = tuple(
-        _container_state(s, True, images) for s in as_list(status, "initContainerStatuses")
+        _container_state(s, True, images, limits) for s in as_list(status, "initContainerStatuses")
     )
     containers += tuple(
-        _container_state(s, False, images) for s in as_list(status, "containerStatuses")
+        _container_state(s, False, images, limits) for s in as_list(status, "containerStatuses")
     )
     owners = owner_refs(metadata)
     controller = owners[0] if owners and owners[0].controller else None

@@ -128,6 +128,8 @@ class ContainerState:
     signal: int | None = None
     image: str | None = None
     last_termination: Termination | None = None
+    # The spec's memory limit as written (``64Gi``), the ceiling an OOM kill hit.
+    memory_limit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

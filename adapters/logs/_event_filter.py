@@ -70,6 +70,32 @@ def events_matching(project: str, objects: Sequence[EventObject]) -> str:
     return f"{log_name_equals(project, EVENTS_LOG_ID)} AND {about}"
 
 
+def only_events(
+    *,
+    project: str | None,
+    objects: Sequence[EventObject],
+    start: datetime,
+    end: datetime,
+    severity_floor: str | None,
+    text: str | None,
+) -> str:
+    """The events of ``objects`` in the window and nothing else: what a model's past
+    needs once its pods are gone (no container lines, so none crowd the events out)."""
+    if not objects:
+        raise InvalidInput("an events-only read needs the objects whose events it reads")
+    if project is None:
+        raise InvalidInput("events need a project (their log name names it)")
+    clauses = [time_window(start, end), events_matching(project, objects)]
+    if severity_floor is not None:
+        clauses.append(severity_at_least(severity_floor))
+    if text is not None:
+        clauses.append(text_matches(text))
+    combined = " AND ".join(clauses)
+    if len(combined) > MAX_FILTER_CHARS:
+        raise InvalidInput(f"the filter would be longer than {MAX_FILTER_CHARS} characters")
+    return combined
+
+
 def with_events(
     container_filter: str,
     *,

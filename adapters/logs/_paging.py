@@ -21,7 +21,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from openrl_inspect.adapters.logs._event_filter import EVENTS_LOG_ID, with_events
+from openrl_inspect.adapters.logs._event_filter import EVENTS_LOG_ID, only_events, with_events
 from openrl_inspect.adapters.logs._filter import SEVERITIES, build_filter
 from openrl_inspect.adapters.logs._filter_eval import parse_timestamp
 from openrl_inspect.adapters.logs._records import (
@@ -57,7 +57,17 @@ def order_by(query: LogQuery) -> str:
 
 def filter_for(query: LogQuery, settings: CloudLoggingSettings, project: str | None) -> str:
     """The one filter a query becomes (see ``logfilter.build_filter``), ORed with the
-    events of ``query.event_objects`` when it names any (``_event_filter``)."""
+    events of ``query.event_objects`` when it names any (``_event_filter``); only those
+    events when ``query.events_only``."""
+    if query.events_only:
+        return only_events(
+            project=project,
+            objects=query.event_objects,
+            start=query.start,
+            end=query.end,
+            severity_floor=query.severity_floor,
+            text=query.text,
+        )
     container = build_filter(
         start=query.start,
         end=query.end,

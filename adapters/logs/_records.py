@@ -91,7 +91,8 @@ class LogQuery:
     ``model_pods`` are pods known (from Kubernetes) to belong to ``model_id``; their
     entries match even when they lack the model label. ``event_objects`` are objects
     ``(kind, namespace, name)`` (namespace "" for a Node) whose Kubernetes Events are
-    wanted too, beside the container lines, in the same order and pages.
+    wanted too, beside the container lines, in the same order and pages;
+    ``events_only`` reads those events and no container line (a model's past).
     """
 
     start: datetime
@@ -105,6 +106,7 @@ class LogQuery:
     newest_first: bool = False
     limit: int = 100
     event_objects: tuple[tuple[str, str, str], ...] = ()
+    events_only: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,15 +25,18 @@ from openrl_inspect.adapters.redis._client import (
     guarded,
     run,
 )
+from openrl_inspect.adapters.redis._model_index import decode_live, filtered, queue_live
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
 from openrl_inspect.core.errors import (
     BackendProtocolError,
     BadRecord,
     DecodeError,
+    IndexesNotBuilt,
     SchemaVersionError,
 )
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
 from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -53,6 +56,10 @@ if TYPE_CHECKING:
 # skipped without a second round trip; more ties than this cost one more trip.
 _TIE_SLACK = 32
 _VERSION_CHECK_EVERY_S = 10.0
+_NOT_BUILT = (
+    "the model indexes are not built for data written before them; "
+    "run `openrl-inspect reindex` with the recorder's credentials"
+)
 
 
 class StateStore(Protocol):
@@ -85,6 +92,12 @@ class StateStore(Protocol):
     async def rollups(
         self, requests: Sequence[tuple[str, int]]
     ) -> list[ModelRollup | BadRecord | None]: ...
+
+    async def model_pages(self, queries: Sequence[ModelQuery]) -> list[Page]: ...
+
+    async def indexes_built(self) -> bool: ...
+
+    async def live_models(self, ask: LiveAsk) -> LiveModels: ...
 
 
 def list_key(ref: ListRef) -> str:
@@ -130,6 +143,7 @@ class RedisStateStore:
         self._deadline = timeout_s
         self._clock = clock
         self._version_checked_at: float | None = None
+        self._indexed_at: float | None = None  # when the indexes were last seen built
         self.trips = RoundTrips()
 
     @classmethod
@@ -195,7 +209,35 @@ class RedisStateStore:
                 )
         self._version_checked_at = now
 
+    async def indexes_built(self) -> bool:
+        """Whether the model indexes are known complete (``oi:models:indexed``); a yes is
+        remembered as the schema check is, a no asked again each time."""
+        now = self._clock()
+        if self._indexed_at is not None and now - self._indexed_at < _VERSION_CHECK_EVERY_S:
+            return True
+        raw = await self._run(lambda pipe: pipe.get(keys.INDEXES_KEY))
+        if raw[0] is None:
+            return False
+        self._indexed_at = now
+        return True
+
     # -- lists ---------------------------------------------------------------------
+
+    async def model_pages(self, queries: Sequence[ModelQuery]) -> list[Page]:
+        """Filtered model lists (``state.filters``), each counted exactly; one needing
+        the model indexes is refused (``IndexesNotBuilt``) until they are known built."""
+        if any(q.indexed for q in queries) and not await self.indexes_built():
+            raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
+        return [await filtered(self._run, q) for q in queries]
+
+    async def live_models(self, ask: LiveAsk) -> LiveModels:
+        """How many models are live, those (up to ``cap``) that last moved before
+        ``quiet_before``, longest quiet first, and those failed since ``failed_since``,
+        newest first: one round trip."""
+        if not await self.indexes_built():
+            raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
+        raw = await self._run(partial(queue_live, ask=ask))
+        return decode_live(raw)
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
         def build(pipe: Pipe) -> None:

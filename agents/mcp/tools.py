@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from openrl_inspect.agents import narrow
 from openrl_inspect.agents.limits import limits
 from openrl_inspect.agents.mcp import schemas
 from openrl_inspect.agents.mcp.answer import Result, ToolAnswer, compact, fitted
@@ -40,8 +39,6 @@ SessionState = Literal["LIVE", "CLOSED"]
 GRAPHQL_MAX_NODES = 25_000
 GRAPHQL_TOKENS = 4000
 LOGS_CURSOR = "mcp-logs"
-#: Models of each live state `attention` judges (the document's default), within a page.
-ATTENTION_SCAN = 50
 
 ModelId = Annotated[str, Field(description="The model's id.", min_length=1, max_length=128)]
 Cursor = Annotated[
@@ -108,8 +105,7 @@ class Tools:
         ctx: Context,
         first: Annotated[int, Field(description="Models to list."), Bound("worst")] = 10,
     ) -> Result:
-        variables = {"first": first, "scan": self._page(ATTENTION_SCAN)}
-        return compact(fitted(await self._run(ctx, "attention", variables), TOKENS))
+        return compact(fitted(await self._run(ctx, "attention", {"first": first}), TOKENS))
 
     async def list_models(
         self,
@@ -117,27 +113,31 @@ class Tools:
         state: ModelState | None = None,
         owner: Annotated[str | None, Field(description="Only this session owner's.")] = None,
         session: Annotated[str | None, Field(description="Only this session's.")] = None,
+        base_model: Annotated[
+            str | None, Field(description="Only models of this base model.")
+        ] = None,
         session_state: SessionState = "LIVE",
         cursor: Cursor = None,
     ) -> Result:
-        if state is not None:
-            variables: dict[str, Any] = {"state": state, "after": cursor}
+        if state is not None or owner is not None or session is not None or base_model:
+            # Filtered by the API before the page is cut: full pages, exact totals.
+            variables: dict[str, Any] = {
+                "state": state,
+                "owner": owner,
+                "session": session,
+                "baseModel": base_model,
+                "after": cursor,
+            }
 
             async def page(n: int) -> Answer:
-                found = await self._run(ctx, "models_by_state", {**variables, "first": n})
-                if found.data is not None:
-                    narrow.models(found.data, owner, session)
-                return found
+                return await self._run(ctx, "models_by_state", {**variables, "first": n})
 
             return compact(await _paged(page, self._page(20), ("models",), TOKENS))
 
         async def sessions(n: int) -> Answer:
-            found = await self._run(
+            return await self._run(
                 ctx, "inventory", {"state": session_state, "after": cursor, "first": n}
             )
-            if found.data is not None:
-                narrow.inventory(found.data, owner, session)
-            return found
 
         return compact(await _paged(sessions, self._page(10), ("sessions",), TOKENS))
 
@@ -239,6 +239,26 @@ class Tools:
 
         return compact(await _paged(page, last, ("model", "steps"), TOKENS))
 
+    async def model_timeline(
+        self,
+        ctx: Context,
+        model_id: ModelId,
+        since: Annotated[datetime | None, Field(description="Window start, with a zone.")] = None,
+        until: Annotated[datetime | None, Field(description="Window end, with a zone.")] = None,
+        first: Annotated[int, Field(ge=1, le=500, description="Entries to show.")] = 30,
+        cursor: Cursor = None,
+    ) -> Result:
+        window = {
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+        }
+
+        async def page(n: int) -> Answer:
+            variables = {"id": model_id, "first": n, "after": cursor, **window}
+            return await self._run(ctx, "model_timeline", variables)
+
+        return compact(await _paged(page, first, ("model", "timeline"), TOKENS))
+
     async def graphql(
         self,
         ctx: Context,
@@ -261,10 +281,11 @@ TOOLS: dict[str, tuple[str, str]] = {
     ),
     "list_models": (
         "List models",
-        "Models with their state, step count and placement. With `state`: the "
-        "models in that state, latest to enter it first. Without: live sessions' models, "
-        "newest session first (`session_state` CLOSED for closed ones). `owner` and "
-        "`session` filter the page." + _BUDGET,
+        "Models with their state, step count and placement. With any of `state`, "
+        "`owner`, `session`, `base_model`: the models matching all of them, newest first "
+        "(by the time they entered `state` when given), filtered before the page is cut "
+        "with an exact total. Without: live sessions' models, newest session first "
+        "(`session_state` CLOSED for closed ones)." + _BUDGET,
     ),
     "model_summary": (
         "Model summary (diagnosis)",
@@ -304,6 +325,15 @@ TOOLS: dict[str, tuple[str, str]] = {
         "Step timeline",
         "A model's last `last` steps, newest first: each step's duration and its "
         "ops (kind, status, health, queue wait, duration, worker, error)." + _BUDGET,
+    ),
+    "model_timeline": (
+        "Model timeline",
+        "What happened to a model, newest first, from every backend: its states, first "
+        "and last step, failed ops, workers and placements (Redis); Workload conditions and "
+        "the Events of its pods, Workloads, nodes and GPUs, also long deleted ones "
+        "(Kubernetes, then Cloud Logging's events log); idle GPU spans (Prometheus); the "
+        "first ERROR or CRITICAL line of each message (Cloud Logging). Says which sources "
+        "were unavailable and when it was cut." + _BUDGET,
     ),
     "graphql": (
         "GraphQL query",

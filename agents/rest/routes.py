@@ -1,3 +1,4 @@
+# size: one table of the routes, each with its parameters; a route is a row, not a concept
 """The routes: each a path, its parameters and the named document it runs.
 
 The handler parses the parameters (400 on anything it cannot use), runs the document
@@ -147,6 +148,30 @@ SPECS: tuple[RouteSpec, ...] = (
         narrow=_inventory,
     ),
     RouteSpec(
+        "/models",
+        "Models by state, owner, session and base model",
+        "Models matching every filter given (at least one), newest first: filtered before "
+        "the page is cut, so every page is full unless it is the last and `totalCount` is "
+        "exact. Page with `after`.",
+        ("models_by_state",),
+        "models",
+        (
+            Param("state", "enum", "Only models in this state.", choices=MODEL_STATES),
+            Param("owner", "string", "Only this owner's models.", min_length=1, max_length=256),
+            Param("session", "string", "Only this session's models.", pattern=ID_PATTERN),
+            Param(
+                "baseModel",
+                "string",
+                "Only models of this base model.",
+                min_length=1,
+                max_length=256,
+            ),
+            _first(20, 100, what="Models"),
+            AFTER,
+        ),
+        page=("models",),
+    ),
+    RouteSpec(
         "/models/{id}/summary",
         "A model's diagnosis",
         "Why the model is slow, stuck, waiting or dead: one verdict, the ranked causes with "
@@ -157,6 +182,24 @@ SPECS: tuple[RouteSpec, ...] = (
             _id(),
             Param("steps", "integer", "Recent steps to judge (default 20).", limit="steps"),
         ),
+    ),
+    RouteSpec(
+        "/models/{id}/timeline",
+        "A model's timeline",
+        "What happened to it, newest first, from every backend: states, steps, failed ops, "
+        "workers and placements (Redis); Workload conditions and Events, also of pods long "
+        "gone (Kubernetes, then Cloud Logging's events log); idle GPU spans (Prometheus); the "
+        "first ERROR of each message (Cloud Logging). Says which sources were unavailable.",
+        ("model_timeline",),
+        "model",
+        (
+            _id(),
+            Param("since", "datetime", "Window start (ISO 8601 with a zone; default: created)."),
+            Param("until", "datetime", "Window end (ISO 8601 with a zone; default: now)."),
+            _first(50, 500, what="Entries"),
+            AFTER,
+        ),
+        page=("model", "timeline"),
     ),
     RouteSpec(
         "/models/{id}/steps",
@@ -189,17 +232,14 @@ SPECS: tuple[RouteSpec, ...] = (
     RouteSpec(
         "/attention",
         "The models that most need a person",
-        "Most urgent first (failed, lost, stuck, stalled, waiting, slow), each with its top cause.",
+        "Most urgent first (failed, lost, stuck, stalled, waiting), each with its top cause, "
+        "over every live model; `remaining` says how many more need a person, `endCursor` "
+        "goes on as `after`.",
         ("attention",),
         "attention",
         (
             Param("first", "integer", "Models to list (default 10).", limit="worst"),
-            Param(
-                "scan",
-                "integer",
-                "Newest models of each live state to judge (default 50).",
-                limit="scan",
-            ),
+            AFTER,
         ),
     ),
     RouteSpec(

@@ -9,6 +9,7 @@ was not in sync for the kinds it needed. The live fields of the Redis types are 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from openrl_inspect.adapters.kubernetes import (
 )
 from openrl_inspect.core import cursor as codec
 from openrl_inspect.core.errors import InvalidInput, NotFound
+from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
@@ -214,10 +216,20 @@ async def pods(
         check_model_id(model_id)
     if node_name is not None:
         check_name("node", node_name)
-    request = PodPage(
-        model_id, namespace, node_name, phase, _object_after("pod", after), page_size(ctx, first)
-    )
-    listing = await _visible(ctx, await ctx.kube.pod_pages.load(request))
+    start, size = _object_after("pod", after), page_size(ctx, first)
+    if not scope.sees_everything(ctx):
+
+        def pod_matches(p: PodRecord) -> bool:
+            return (
+                (namespace is None or p.namespace == namespace)
+                and (node_name is None or p.node_name == node_name)
+                and (phase is None or p.phase == phase)
+            )
+
+        found = await _of_viewer(ctx, ctx.kube.pods_by_model, model_id, pod_matches, start, size)
+        return _page("pod", found, _key_parts, after)
+    request = PodPage(model_id, namespace, node_name, phase, start, size)
+    listing = await ctx.kube.pod_pages.load(request)
     return _page("pod", listing, _key_parts, after)
 
 
@@ -232,10 +244,17 @@ async def workloads(
         check_namespace(namespace)
     if model_id is not None:
         check_model_id(model_id)
-    request = WorkloadPage(
-        namespace, model_id, _object_after("workload", after), page_size(ctx, first)
-    )
-    listing = await _visible(ctx, await ctx.kube.workload_pages.load(request))
+    start, size = _object_after("workload", after), page_size(ctx, first)
+    if not scope.sees_everything(ctx):
+
+        def workload_matches(w: WorkloadRecord) -> bool:
+            return namespace is None or w.namespace == namespace
+
+        found = await _of_viewer(
+            ctx, ctx.kube.workloads_by_model, model_id, workload_matches, start, size
+        )
+        return _page("workload", found, _key_parts, after)
+    listing = await ctx.kube.workload_pages.load(WorkloadPage(namespace, model_id, start, size))
     return _page("workload", listing, _key_parts, after)
 
 
@@ -245,6 +264,36 @@ async def _visible(ctx: Context, listing: Listing[Owned]) -> Listing[Owned]:
         return listing
     kept = await scope.keep_visible(ctx, listing.items, lambda r: r.model_id)
     return replace(listing, items=tuple(kept))
+
+
+async def _of_viewer(
+    ctx: Context,
+    by_model: BatchLoader[tuple[str, int], Listing[Owned]],
+    model_id: str | None,
+    matches: Callable[[Owned], bool],
+    after: ObjectKey | None,
+    size: int,
+) -> Listing[Owned]:
+    """A viewer's pods or Workloads: those of its owners' models (read from their
+    indexes), filtered, merged in key order and cut after the filters, so a page is
+    full unless it is the last. ``truncated`` also when a model had more than
+    ``PER_OBJECT`` of them (its listing was cut: the merge cannot be known whole)."""
+    mids = await state_reads.viewer_model_ids(ctx)
+    if model_id is not None:
+        mids = [m for m in mids if m == model_id]
+    listings = await asyncio.gather(*(by_model.load((m, PER_OBJECT)) for m in mids))
+    found = {
+        r.key: r
+        for listing in listings
+        for r in listing.items
+        if (after is None or r.key > after) and matches(r)
+    }
+    ordered = [found[k] for k in sorted(found)]
+    return Listing(
+        tuple(ordered[:size]),
+        truncated=len(ordered) > size or any(x.truncated for x in listings),
+        degraded=any(x.degraded for x in listings),
+    )
 
 
 # -- nested lists ---------------------------------------------------------------------------

@@ -22,6 +22,10 @@ Causes (``CauseKind``): what each means; the evidence (facts) it carries.
 - OPS_LOST: open ops on a silent worker. Count, oldest op, kind, step, workers.
 - GPU_UNHEALTHY: a GPU under the model is tainted (DRA device taint). Device, UUID,
   node, taint, rule, since.
+- EVICTED_BY_DEVICE_TAINT: a NoExecute device taint evicted a pod of the model (the
+  pod may be gone). Pod, role, DeviceTaintRule, device, UUID, node, taint, Xid, time.
+- NODE_LOST: a node a current or recent placement ran on is gone or NotReady. Node,
+  its Event, time, pods, GPUs.
 - OP_STUCK: ops running past the stuck threshold. Count, oldest op, running time.
 - STALLED: no step for far longer than usual. Last step, time since, median step.
 - NOT_QUEUED: no Kueue Workload (or only finished ones). Message, time waited.
@@ -48,6 +52,11 @@ Causes (``CauseKind``): what each means; the evidence (facts) it carries.
 - PACE_REGRESSION: recent steps slower than the model's earlier steps. Recent and
   baseline median step, ratio.
 
+Causes that outlive their pods (``rules_past``) read the recorded placements and the
+Events about their gone pods and Workloads (the watch cache, then Cloud Logging's events
+log). A cause can explain another (``roots``): a root is ranked just before its first
+effect, its statement the chain, and ``Cause.explained_by``/``explains`` link them.
+
 Every cause has a one-line statement with its numbers, ``since``, up to 8 facts,
 refs to the objects involved, and ``next``: a log search around it, the pods and
 nodes to open, and a GraphQL query that drills in. Verdicts are the summary's
@@ -64,6 +73,7 @@ from __future__ import annotations
 from openrl_inspect.resolvers.diagnosis.budget import TOKEN_BUDGET, render, tokens
 from openrl_inspect.resolvers.diagnosis.causes import (
     Cause,
+    CauseLink,
     Diagnosis,
     Fact,
     LogSearch,
@@ -83,6 +93,7 @@ from openrl_inspect.resolvers.diagnosis.evidence import (
 __all__ = [
     "TOKEN_BUDGET",
     "Cause",
+    "CauseLink",
     "Diagnosis",
     "DutyEvidence",
     "Fact",

@@ -54,6 +54,8 @@ def _cause(c: Cause) -> dict[str, Any]:
         "facts": [{"name": f.name, "value": f.value, "unit": f.unit} for f in c.facts],
         "refs": list(c.refs),
         "next": _lookup(c.next),
+        "explainedBy": [{"kind": str(x.kind), "object": x.object} for x in c.explained_by],
+        "explains": [{"kind": str(x.kind), "object": x.object} for x in c.explains],
     }
 
 

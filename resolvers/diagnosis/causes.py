@@ -49,11 +49,20 @@ class Lookup:
     graphql: str | None = None
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class CauseLink:
+    """Another cause of the same diagnosis, by its kind and the object it is about."""
+
+    kind: CauseKind
+    object: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class Cause:
     """One reason, ``rank`` 1 the most blocking. ``statement`` is one line with its
     numbers; ``since`` when it began (POSIX seconds); ``refs`` the objects it is about
-    (``Pod ns/name``, ``op op-12``, ``Node n-1``...)."""
+    (``Pod ns/name``, ``op op-12``, ``Node n-1``...). ``explained_by`` names the causes
+    that explain it (its roots), ``explains`` those it explains (its effects)."""
 
     kind: CauseKind
     rank: int
@@ -62,6 +71,8 @@ class Cause:
     facts: tuple[Fact, ...]
     refs: tuple[str, ...]
     next: Lookup
+    explained_by: tuple[CauseLink, ...] = ()
+    explains: tuple[CauseLink, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +98,12 @@ class Finding:
     refs: tuple[str, ...] = ()
     next: Lookup = Lookup()
     stage: int = 0
+    # For linking roots to effects (``roots``): the object it is about (a ref, as in
+    # ``refs``); the span it covers (an op's run, a worker's silence); the pods it
+    # concerns; and its text as an effect (``headline``: "forward_backward at step 89
+    # failed") or as a root (``clause``: "its sampler pod was OOMKilled 7 times").
+    about: str | None = None
+    window: tuple[float, float] | None = None
+    pods: tuple[str, ...] = ()
+    headline: str | None = None
+    clause: str | None = None

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from openrl_inspect.resolvers.diagnosis import (
     rules_gpus,
+    rules_past,
     rules_pods,
     rules_slow,
     rules_state,
@@ -30,6 +31,7 @@ Rule = Callable[[ModelEvidence], Sequence[Finding]]
 FAMILIES: tuple[Rule, ...] = (
     rules_state.rules,
     rules_pods.rules,
+    rules_past.rules,
     rules_gpus.rules,
     rules_waiting.rules,
     rules_slow.rules,

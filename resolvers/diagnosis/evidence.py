@@ -66,6 +66,13 @@ class KubeEvidence:
     ``events`` regard those objects or their nodes; ``nodes`` are the nodes its pods
     run on; ``gpus`` the DRA devices allocated to its claims; ``wait_reasons`` is
     ``why_waiting``'s ranked answer (empty unless the model waits or is placed).
+
+    What outlives the pods, from the placements Redis recorded: ``events`` also hold
+    the Events about its recorded pods and Workloads that are gone and the nodes they
+    ran on (the watch cache for the API server's TTL, then Cloud Logging's events log);
+    ``placement_nodes`` are those nodes as they are now, ``nodes_gone`` the recorded
+    nodes the cluster no longer has, ``placement_gpus`` the recorded GPUs (by UUID)
+    with their taints; ``gone_pods`` the recorded pods Kubernetes no longer has.
     """
 
     workloads: Sequence[WorkloadRecord] = ()
@@ -75,6 +82,10 @@ class KubeEvidence:
     nodes: Sequence[NodeRecord] = ()
     gpus: Sequence[GpuDevice] = ()
     wait_reasons: Sequence[WaitReason] = ()
+    placement_nodes: Sequence[NodeRecord] = ()
+    nodes_gone: Sequence[str] = ()
+    placement_gpus: Sequence[GpuDevice] = ()
+    gone_pods: Sequence[tuple[str, str]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +153,9 @@ class ModelEvidence:
     duty: DutyEvidence | Unknown = field(default_factory=lambda: DutyEvidence(600.0))
     sampling: SamplingEvidence | Unknown = field(default_factory=SamplingEvidence)
     thresholds: Thresholds = field(default_factory=Thresholds)
+    # Cloud Logging's events log, when the model's past needed it and it could not be
+    # read (its other evidence stands; only what is older than the watch cache is missing).
+    events_log: Unknown | None = None
 
     @property
     def model(self) -> ModelRecord:
@@ -162,4 +176,5 @@ class ModelEvidence:
 
     @property
     def unknown(self) -> tuple[Unknown, ...]:
-        return tuple(e for e in (self.kube, self.duty, self.sampling) if isinstance(e, Unknown))
+        parts = (self.kube, self.duty, self.sampling, self.events_log)
+        return tuple(e for e in parts if isinstance(e, Unknown))

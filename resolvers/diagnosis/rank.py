@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from openrl_inspect.core.domain import CauseKind
+from openrl_inspect.resolvers.diagnosis import roots
 from openrl_inspect.resolvers.diagnosis.causes import Cause, Finding
 
 DEAD, LOST, STUCK, STALL, WAITING, SLOW = range(6)
 TIERS: dict[CauseKind, int] = {
+    CauseKind.EVICTED_BY_DEVICE_TAINT: DEAD,
+    CauseKind.NODE_LOST: DEAD,
     CauseKind.MODEL_FAILED: DEAD,
     CauseKind.OOM_KILLED: DEAD,
     CauseKind.CRASH_LOOP: DEAD,
@@ -62,16 +65,30 @@ def _key(f: Finding) -> tuple[int, float, float, int, str]:
 
 
 def rank(findings: Sequence[Finding], limit: int = MAX_CAUSES) -> tuple[tuple[Cause, ...], int]:
-    """The causes, most blocking first, at most ``limit`` and ``MAX_PER_KIND`` of a
-    kind; and how many were left off."""
-    kept: list[Finding] = []
+    """The causes, most blocking first (a root just before what it explains), at most
+    ``limit`` and ``MAX_PER_KIND`` of a kind; and how many were left off."""
+    ordered, links = roots.order(sorted(findings, key=_key))
+    kept: list[int] = []
     per_kind: dict[CauseKind, int] = {}
-    for f in sorted(findings, key=_key):
+    for i, f in enumerate(ordered):
         per_kind[f.kind] = per_kind.get(f.kind, 0) + 1
         if per_kind[f.kind] <= MAX_PER_KIND and len(kept) < limit:
-            kept.append(f)
+            kept.append(i)
+    chosen = set(kept)
+    by: dict[int, list[int]] = {i: [r for r in links.get(i, []) if r in chosen] for i in kept}
+    of: dict[int, list[int]] = {i: [e for e in kept if i in by[e]] for i in kept}
     causes = tuple(
-        Cause(f.kind, i, f.statement, f.since, f.facts, f.refs, f.next)
-        for i, f in enumerate(kept, start=1)
+        Cause(
+            f.kind,
+            n,
+            f.statement,
+            f.since,
+            f.facts,
+            f.refs,
+            f.next,
+            explained_by=tuple(roots.link_of(ordered[r]) for r in by[i]),
+            explains=tuple(roots.link_of(ordered[e]) for e in of[i]),
+        )
+        for n, (i, f) in enumerate(((i, ordered[i]) for i in kept), start=1)
     )
     return causes, len(findings) - len(causes)

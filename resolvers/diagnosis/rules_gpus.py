@@ -60,6 +60,9 @@ def gpu_unhealthy(evidence: ModelEvidence) -> list[Finding]:
                 else lookups.node_query(first.node_name or ""),
                 nodes=[d.node_name for d in bad],
             ),
+            about=_label(first),
+            clause=f"its GPU {first.uuid or first.device} is tainted {taint.key}{value}:"
+            f"{taint.effect}",
         )
     ]
 

@@ -99,6 +99,10 @@ def _oom(
         ),
         refs=_refs(pod),
         next=_next(evidence, pod, (when - 300.0, when + 60.0), (c.name,)),
+        about=ref("Pod", pod.namespace, pod.name),
+        pods=(pod.name,),
+        clause=f"its {pod.worker_role or 'worker'} pod was OOMKilled ({c.restart_count} "
+        f"restart(s), exit {exit_code}" + (f", limit {c.memory_limit})" if c.memory_limit else ")"),
     )
 
 
@@ -138,6 +142,10 @@ def _crash_loop(evidence: ModelEvidence, pod: PodRecord, c: ContainerState) -> F
             (c.name,),
             "ERROR",
         ),
+        about=ref("Pod", pod.namespace, pod.name),
+        pods=(pod.name,),
+        clause=f"its {pod.worker_role or 'worker'} pod is crash-looping ({c.restart_count} "
+        "restart(s)" + (f", last exit {end.exit_code})" if end else ")"),
     )
 
 
@@ -232,6 +240,12 @@ def _pod_end(evidence: ModelEvidence, kube: KubeEvidence, pod: PodRecord) -> Fin
         ),
         refs=(ref("Pod", pod.namespace, pod.name),),
         next=_next(evidence, pod, ((at or evidence.now) - 300.0, (at or evidence.now) + 60.0)),
+        about=ref("Pod", pod.namespace, pod.name),
+        pods=(pod.name,),
+        clause=f"its {pod.worker_role or 'worker'} pod "
+        + {CauseKind.POD_FAILED: "failed", CauseKind.PREEMPTED: "was preempted"}.get(
+            kind, "was evicted"
+        ),
     )
 
 

@@ -48,6 +48,9 @@ def model_failed(evidence: ModelEvidence) -> list[Finding]:
                 logs=lookups.logs(evidence, pods, around, severity="ERROR", events=True),
                 pods=pods,
             ),
+            about=f"model {model.id}",
+            window=around,
+            headline="the model failed",
         )
     ]
 
@@ -86,6 +89,12 @@ def ops_failed(evidence: ModelEvidence) -> list[Finding]:
                 pods=pods,
                 nodes=[worker.node if worker else None],
             ),
+            about=f"op {last.id}",
+            window=(last.started_at or end - 60.0, end),
+            pods=tuple(k.name for k in pods),
+            headline=clip(f"{last.kind} at step {last.step} failed", 70)
+            if last.step is not None
+            else clip(f"{last.kind} failed", 70),
         )
     ]
 
@@ -135,6 +144,8 @@ def ops_lost(evidence: ModelEvidence) -> list[Finding]:
                 pods=pods,
                 nodes=[workers[w].node for w in ids if w in workers],
             ),
+            about=f"op {oldest.id}",
+            headline=f"{len(lost)} op(s) lost",
         )
     ]
 
@@ -208,6 +219,8 @@ def stalled(evidence: ModelEvidence) -> list[Finding]:
                 ),
                 pods=pods,
             ),
+            about=f"model {evidence.model.id}",
+            headline=f"no step for {dur(since)} (last step {last.step})",
         )
     ]
 
@@ -285,6 +298,8 @@ def _worker_lost(evidence: ModelEvidence, w: WorkerRecord) -> Finding:
             pods=pods,
             nodes=[w.node],
         ),
+        about=f"worker {w.id}",
+        headline=clip(f"{w.role} worker {w.id} went silent", 70),
     )
 
 

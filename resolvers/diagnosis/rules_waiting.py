@@ -219,6 +219,12 @@ def _from_reason(evidence: ModelEvidence, kube: KubeEvidence, reason: WaitReason
         refs=(clip(reason.object, 80),) if reason.object else (),
         next=lookups.lookup(graphql),
         stage=KINDS[reason.kind][0],
+        about=clip(reason.object, 80) if reason.object else None,
+        clause=(
+            f"its Workload was {kind.lower()} {dur(reason.waited_seconds)} ago"
+            if kind in (CauseKind.EVICTED, CauseKind.PREEMPTED)
+            else None
+        ),
     )
 
 

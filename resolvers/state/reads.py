@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import TypeVar
 
@@ -11,10 +10,11 @@ from openrl_inspect.core.errors import BadRecord, InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
-from openrl_inspect.resolvers.paging import Paged, paged
+from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.decode import MAX_INT
+from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
-from openrl_inspect.state.paging import ListRef, Position
+from openrl_inspect.state.paging import ListRef, Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import (
     ModelRecord,
     OpRecord,
@@ -26,6 +26,8 @@ from openrl_inspect.state.records import (
 from openrl_inspect.state.rollup import ModelRollup
 
 R = TypeVar("R")
+# The cursor kind of a filtered list of models (a state alone pages its own index).
+MODELS_CURSOR = "models"
 K = TypeVar("K", bound=Hashable)
 
 
@@ -110,19 +112,69 @@ async def sessions(
     )
 
 
-async def models_in_state(
-    ctx: Context, state: str, first: int | None, after: str | None
+# Free text from OpenRL (an owner, a base model) is refused past this many characters.
+_MAX_NAME = 256
+
+
+def _check_name(kind: str, value: str) -> str:
+    if not value or len(value) > _MAX_NAME:
+        raise InvalidInput(f"{kind} must be between 1 and {_MAX_NAME} characters")
+    return value
+
+
+async def models(
+    ctx: Context,
+    *,
+    state: str | None,
+    owner: str | None = None,
+    session: str | None = None,
+    base_model: str | None = None,
+    first: int | None,
+    after: str | None,
 ) -> Paged[ModelRecord]:
-    if state not in MODEL_STATES:
+    """Models matching every given filter, newest first (by the time they entered
+    ``state`` when it is given, else by creation), filtered before the page is cut:
+    each page is full unless it is the last, and ``total`` counts every match. A viewer's
+    list is read from its owners' indexes, never filtered from a wider page."""
+    if state is not None and state not in MODEL_STATES:
         raise InvalidInput(f"unknown model state {state!r}")
-    ref = ListRef("models_in_state", (state,))
+    if owner is not None:
+        _check_name("owner", owner)
+    if session is not None:
+        _check_id("session", session)
+    if base_model is not None:
+        _check_name("baseModel", base_model)
+    if state is None and owner is None and session is None and base_model is None:
+        raise InvalidInput("give at least one of state, owner, session or baseModel")
+    owners: tuple[str, ...] | None = None if owner is None else (owner,)
+    if not scope.sees_everything(ctx):
+        mine = ctx.principal.owners
+        owners = tuple(sorted(mine)) if owner is None else ((owner,) if owner in mine else ())
+    if owners is None and session is None and base_model is None and state is not None:
+        # A state alone: its index is the list, exact as it stands.
+        ref = ListRef("models_in_state", (state,))
+        return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)))
+    size = page_size(ctx, first)
+    position = decode_cursor(MODELS_CURSOR, after) if after else None
+    query = ModelQuery(size, position, state, owners, session, base_model)
+    page = await ctx.state.model_pages.load(query)
+    records = await _each(ctx.state.models, _ids(page.items)) if page.items else []
+    items = [
+        (Cursor(MODELS_CURSOR, pos), rec)
+        for pos, rec in zip(page.items, records, strict=True)
+        if rec is not None
+    ]
+    end = encode_cursor(MODELS_CURSOR, page.items[-1]) if page.items else None
+    return Paged(items, page.total, page.has_next, position is not None, end)
 
-    async def keep(recs: Sequence[ModelRecord | BadRecord]) -> list[bool]:
-        return list(await asyncio.gather(*(scope.model_visible(ctx, r) for r in recs)))
 
-    return await scope.scoped(
-        ctx, ref, first, after, lambda ps: _each(ctx.state.models, _ids(ps)), keep
-    )
+async def viewer_model_ids(ctx: Context) -> list[str]:
+    """Every model of the principal's owners, newest first, read from their indexes: a
+    viewer's lists of other backends' objects start from these, never from a wider page
+    filtered afterwards."""
+    owners = tuple(sorted(ctx.principal.owners))
+    page = await ctx.state.model_pages.load(ModelQuery(MAX_CANDIDATES, owners=owners))
+    return _ids(page.items)
 
 
 async def session_models(

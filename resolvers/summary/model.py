@@ -20,13 +20,12 @@ from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvid
 from openrl_inspect.resolvers.diagnosis.text import clip
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary import evidence as summary_evidence
+from openrl_inspect.resolvers.summary import memo
 from openrl_inspect.state.records import ModelRecord, OpRecord, StepRecord
 from openrl_inspect.state.rollup import ModelRollup
 
 # How many open ops a summary inspects (oldest first); more are counted, not judged.
 OPEN_OPS_JUDGED = 100
-# The newest placements the diagnosis sees.
-PLACEMENTS_JUDGED = 20
 # What a summary quotes of stored text, so that it stays within its token budget
 # whatever was stored (an op's error can be a 64 KiB traceback).
 ERROR_CHARS = 300
@@ -146,9 +145,59 @@ def latest_failure(failed: Sequence[OpRecord]) -> LastError | None:
 
 
 async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:
+    """The model's summary: kept from an earlier request while its inputs' versions are
+    the same (``memo``), else judged now."""
+    kept = ctx.backends.judgements
+    if kept is None:
+        return await judged(ctx, rec, window_steps)
+    # The versions first: one batch for every model of the request, found again by the
+    # judgement's own reads in the request's loaders.
+    rollup, kube = await asyncio.gather(
+        state_reads.rollup(ctx, rec.id, window_steps),
+        summary_evidence.kube_evidence(ctx, rec),
+    )
+    who = ctx.principal
+    if rollup is None:
+        return await judged(ctx, rec, window_steps)
+    key = memo.fingerprint(
+        memo.model_version(rec), window_steps, memo.rollup_version(rollup), kube,
+        int(ctx.now // kept.period_s), ctx.thresholds, ctx.bounds.max_page_size,
+        who.role, who.owners,
+    )  # fmt: skip
+    if key is None:
+        return await judged(ctx, rec, window_steps)
+    found = kept.get(key)
+    if found is not None:
+        return aged(found, ctx.now)
+    summary = await judged(ctx, rec, window_steps)
+    kept.put(key, (summary, ctx.now))
+    return summary
+
+
+def aged(found: tuple[ModelSummary, float], now: float) -> ModelSummary:
+    """A kept summary with its ages taken at ``now`` (the judgement is the kept one)."""
+    summary, then = found
+    rec, since = summary.model, now - then
+    waiting_s = (
+        max(0.0, now - rec.state_at)
+        if summary.waiting_s is not None and rec.state_at is not None
+        else None
+    )
+    last = summary.last_step_at
+    oldest = summary.oldest_open_op_s
+    return replace(
+        summary,
+        reasons=reasons(summary.diagnosis, waiting_s),
+        waiting_s=waiting_s,
+        seconds_since_last_step=None if last is None else max(0.0, now - last),
+        oldest_open_op_s=None if oldest is None else max(0.0, oldest + since),
+    )
+
+
+async def judged(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSummary:
     # Concurrent, never sequential awaits: the loaders batch what is pending together,
     # across this model's steps and across every model summarised in the request.
-    state, kube, sampling = await asyncio.gather(
+    state, (kube, events_log), sampling = await asyncio.gather(
         _state(ctx, rec, window_steps),
         summary_evidence.kube_evidence(ctx, rec),
         summary_evidence.sampling_evidence(ctx, rec.id),
@@ -157,7 +206,7 @@ async def model_summary(ctx: Context, rec: ModelRecord, window_steps: int) -> Mo
     duty = await summary_evidence.duty_evidence(
         ctx, summary_evidence.gpu_uuids([w for w, _ in evidence.state.workers], kube)
     )
-    evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling)
+    evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling, events_log=events_log)
     return summarise(ctx, evidence, open_total)
 
 
@@ -175,7 +224,7 @@ async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[Mod
         state_reads.rollup(ctx, rec.id, window_steps),
         state_reads.open_ops(ctx, rec.id, OPEN_OPS_JUDGED, None),
         state_reads.model_workers(ctx, rec.id, size, None),
-        state_reads.placements(ctx, rec.id, PLACEMENTS_JUDGED, None),
+        state_reads.placements(ctx, rec.id, summary_evidence.PLACEMENTS_JUDGED, None),
     )
     open_ops = open_page.readable()
     if rollup is not None and rollup.window(rec.latest_step, rec.kept_steps, window_steps, size):

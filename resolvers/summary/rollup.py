@@ -14,17 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from openrl_inspect.core.domain import ModelState, Verdict
-from openrl_inspect.core.errors import InvalidInput
+from openrl_inspect.core.errors import BadRecord, InvalidInput
+from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Unknown
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
+from openrl_inspect.state.filters import LiveAsk
+from openrl_inspect.state.paging import Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import ModelRecord
 
 # Verdicts that need nobody: the model moves (or is over).
 FINE = frozenset({Verdict.PROGRESSING, Verdict.ENDED})
-# The states a search for models in need looks at; failed ones only while recent.
-SEARCHED_STATES = (ModelState.ACTIVE, ModelState.PLACED, ModelState.WAITING, ModelState.FAILED)
 # The most models a session's worst list and the attention list hold: the GraphQL
 # arguments, the REST routes' and the MCP tools' bounds all read it.
 MAX_WORST = 20
@@ -104,33 +105,83 @@ async def session_summary(ctx: Context, sid: str, worst: int) -> SessionSummary:
 @dataclass(frozen=True)
 class Attention:
     models: list[ModelSummary]
+    # every live model (its last progress read from the live index) and every model
+    # failed in the last day: the models looked at, so ``needing`` never exceeds it
     scanned: int
-    needing: int  # of the scanned models, how many need a person
-    truncated: bool  # more models were in those states than were scanned
+    needing: int  # how many need a person, this page and the next ones
+    truncated: bool  # more quiet or recently failed models than one answer judges
+    end_cursor: str | None
+    has_next: bool
+    offset: int = 0  # of this page's first model among those needing a person
+
+    @property
+    def remaining(self) -> int:
+        """Of those needing a person, how many come after this page."""
+        return max(0, self.needing - self.offset - len(self.models))
 
 
-async def attention(ctx: Context, first: int, scan: int) -> Attention:
-    """The models that most need a person: the newest ``scan`` models of each live
-    state (and the recently failed), judged, ranked, the first ``first``."""
+# The most quiet live models (and, apart, recently failed ones) one answer judges.
+MAX_JUDGED = 2_000
+_CURSOR = "attention"
+
+
+def _offset(after: str | None) -> int:
+    if after is None:
+        return 0
+    pos = decode_cursor(_CURSOR, after)
+    if pos.score < 0 or pos.score != int(pos.score) or pos.member:
+        raise InvalidInput("invalid cursor for attention")
+    return int(pos.score)
+
+
+async def attention(ctx: Context, first: int, after: str | None = None) -> Attention:
+    """The models that most need a person, over every live model.
+
+    The live index scores each live model by its last progress (an op accepted,
+    started or finished, step metrics, a state change), so the models that stopped
+    (stuck, stalled, lost ops, waiting, idle) are those quiet for longer than a heartbeat
+    timeout: read by score, never by scanning every model. Those, and the models failed
+    in the last day, are judged in full and ranked; ``first`` from ``after`` are shown.
+    A model that keeps moving, however slowly, is not judged here.
+    """
     check_count("first", first, MAX_WORST)
-    check_count("scan", scan, ctx.bounds.max_page_size)
-    pages = await asyncio.gather(
-        *(state_reads.models_in_state(ctx, state, scan, None) for state in SEARCHED_STATES)
+    offset = _offset(after)
+    ask = LiveAsk(
+        quiet_before=ctx.now - ctx.thresholds.heartbeat_stale_s,
+        failed_since=ctx.now - RECENT_FAILURE_S,
+        cap=MAX_JUDGED + 1,
     )
-    recent = ctx.now - RECENT_FAILURE_S
-    models = list(
-        {
-            m.id: m
-            for page in pages
-            for m in page.readable()
-            if m.state != ModelState.FAILED or (m.state_at or 0.0) >= recent
-        }.values()
-    )
+    found = await ctx.state.live_models.load(ask)
+    ids = [p.member for p in found.quiet[:MAX_JUDGED] + found.failed[:MAX_JUDGED]]
+    records = await ctx.state.models.load_each(list(dict.fromkeys(ids)), BadRecord)
+    models = [r for r in records if isinstance(r, ModelRecord)]
+    live = found.live
+    if not scope.sees_everything(ctx):
+        seen = await scope.visible_model_ids(ctx, (m.id for m in models))
+        models = [m for m in models if m.id in seen]
+        live = await _live_of_viewer(ctx)
+    failed = sum(1 for m in models if m.state == ModelState.FAILED)
     summaries = await summarise_all(ctx, models)
     needing = ranked(ctx.now, summaries)
+    page = needing[offset : offset + first]
+    end = offset + len(page)
     return Attention(
-        models=needing[:first],
-        scanned=len(models),
+        models=page,
+        scanned=live + failed,
         needing=len(needing),
-        truncated=any(p.has_next for p in pages),
+        truncated=len(found.quiet) > MAX_JUDGED or len(found.failed) > MAX_JUDGED,
+        end_cursor=encode_cursor(_CURSOR, Position(end, "")) if page else after,
+        has_next=end < len(needing),
+        offset=offset,
     )
+
+
+async def _live_of_viewer(ctx: Context) -> int:
+    """A viewer's live models, counted from its owners' indexes."""
+    pages = await asyncio.gather(
+        *(
+            state_reads.models(ctx, state=state, first=0, after=None)
+            for state in (ModelState.WAITING, ModelState.PLACED, ModelState.ACTIVE)
+        )
+    )
+    return sum(p.total for p in pages)

@@ -16,6 +16,7 @@ from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.state.sampling import ModelSamplingFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
+from openrl_inspect.schema.timeline.types import ModelTimelineFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON
@@ -47,6 +48,7 @@ class Model(
     ModelLogFields,
     ModelSamplingFields,
     ModelEventFields,
+    ModelTimelineFields,
 ):
     id: strawberry.ID = strawberry.field(description="OpenRL's model id (Redis).")
     session_id: strawberry.ID = strawberry.field(

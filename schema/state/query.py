@@ -42,15 +42,45 @@ class StateQuery:
         page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
         return Connection.of(page, Session.from_record)
 
-    @strawberry.field(description="Models in one lifecycle state, latest to enter it first.")
+    @strawberry.field(
+        description="Models matching every filter given (at least one), newest first: by "
+        "the time they entered `state` when it is given, else by creation. Filtered before "
+        "the page is cut: every page is full unless it is the last, and `totalCount` counts "
+        "every match. Owner and base model filters need the model indexes "
+        "(`INDEXES_NOT_BUILT` until `openrl-inspect reindex` ran on older data)."
+    )
     async def models(
         self,
         info: Info,
-        state: Annotated[ModelState, strawberry.argument(description="The state to list.")],
+        state: Annotated[
+            ModelState | None,
+            strawberry.argument(
+                description="Only models in this state. At least one filter is required."
+            ),
+        ] = None,
+        owner: Annotated[
+            str | None,
+            strawberry.argument(description="Only models of this session owner's sessions."),
+        ] = None,
+        session: Annotated[
+            strawberry.ID | None, strawberry.argument(description="Only this session's models.")
+        ] = None,
+        base_model: Annotated[
+            str | None,
+            strawberry.argument(description="Only models of this base model (e.g. Qwen/Qwen3-8B)."),
+        ] = None,
         first: First = None,
         after: After = None,
     ) -> Connection[Model]:
-        page = await state_reads.models_in_state(info.context, state, first, after)
+        page = await state_reads.models(
+            info.context,
+            state=state,
+            owner=owner,
+            session=session,
+            base_model=base_model,
+            first=first,
+            after=after,
+        )
         return Connection.of(page, Model.from_record)
 
     @strawberry.field(description="A session by id; null with a NOT_FOUND error when unknown.")

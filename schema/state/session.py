@@ -13,6 +13,7 @@ from openrl_inspect.schema.logs.types import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.summary.rollup import SessionSummaryFields
+from openrl_inspect.schema.timeline.types import SessionTimelineFields
 from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import SessionRecord
 from strawberry.scalars import JSON
@@ -28,7 +29,9 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
     description="A client's session with OpenRL, under which it creates models; OpenRL's "
     "session hash in Redis."
 )
-class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields):
+class Session(
+    SessionMetricsFields, SessionLogFields, SessionSummaryFields, SessionTimelineFields
+):
     id: strawberry.ID = strawberry.field(description="OpenRL's session id (Redis).")
     owner: str = strawberry.field(description="Who opened it, as OpenRL recorded it.")
     created_at: datetime | None = strawberry.field(

@@ -13,6 +13,7 @@ from openrl_inspect.adapters.logs import LogQuery
 from openrl_inspect.core import domain
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.resolvers.diagnosis import Cause as CauseRecord
+from openrl_inspect.resolvers.diagnosis import CauseLink as CauseLinkRecord
 from openrl_inspect.resolvers.diagnosis import Fact as FactRecord
 from openrl_inspect.resolvers.diagnosis import LogSearch, Lookup, Unknown
 from openrl_inspect.schema.common import as_json, domain_enum, ts
@@ -167,6 +168,18 @@ class NextLook:
         )
 
 
+@strawberry.type(description="Another cause of the same diagnosis, by kind and object.")
+class CauseRef:
+    kind: CauseKind
+    object: str | None = strawberry.field(
+        description='The object it is about ("Pod ns/name", "op op-12"), as in its refs.'
+    )
+
+    @classmethod
+    def of(cls, link: CauseLinkRecord) -> CauseRef:
+        return cls(kind=link.kind, object=link.object)
+
+
 @strawberry.type(description="One reason a model is slow, stuck, waiting or dead.")
 class Cause:
     kind: CauseKind = strawberry.field(description="What the cause is.")
@@ -181,6 +194,13 @@ class Cause:
     )
     refs: list[str] = strawberry.field(description='The objects it is about ("Pod ns/name").')
     next: NextLook = strawberry.field(description="What to open next to confirm it.")
+    explained_by: list[CauseRef] = strawberry.field(
+        description="The causes that explain this one (its roots: the OOM kill behind a "
+        "failed op, the preemption behind a stall); a root is ranked just before it."
+    )
+    explains: list[CauseRef] = strawberry.field(
+        description="The causes this one explains (its effects); its statement says the chain."
+    )
 
     @classmethod
     def from_record(cls, model_id: str, c: CauseRecord, describe: Describe | None) -> Cause:
@@ -192,6 +212,8 @@ class Cause:
             facts=facts_json(c.facts),
             refs=list(c.refs),
             next=NextLook.from_record(model_id, c.next, describe),
+            explained_by=[CauseRef.of(x) for x in c.explained_by],
+            explains=[CauseRef.of(x) for x in c.explains],
         )
 
 

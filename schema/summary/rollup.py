@@ -100,12 +100,18 @@ class SessionSummary:
 @strawberry.type(description="The models that most need a person, most urgent first.")
 class Attention:
     models: list[ModelBrief] = strawberry.field(
-        description="The first `first` models in need, most urgent first."
+        description="The first `first` models in need from `after`, most urgent first."
     )
-    scanned: int = strawberry.field(description="Models judged.")
-    needing: int = strawberry.field(description="Of those, how many need a person.")
+    scanned: int = strawberry.field(
+        description="Models looked at: every live model (its last progress, from the live "
+        "index) and every model failed in the last day."
+    )
+    needing: int = strawberry.field(description="How many need a person, on every page.")
+    remaining: int = strawberry.field(description="Of those, how many come after this page.")
+    has_next_page: bool = strawberry.field(description="Whether `remaining` is above zero.")
+    end_cursor: str | None = strawberry.field(description="`after` for the next page.")
     truncated: bool = strawberry.field(
-        description="More models were in those states than were judged (raise `scan`)."
+        description="More quiet or recently failed models than one answer judges."
     )
 
 
@@ -136,8 +142,9 @@ class SessionSummaryFields:
 class SummaryQuery:
     @strawberry.field(
         description="The models that most need a person, ranked: failed, lost, stuck, "
-        "stalled, waiting, slow. Judges the newest `scan` models of each live state and "
-        "those failed in the last day."
+        "stalled, waiting. Looks at every live model: those quiet for longer than the "
+        "heartbeat timeout, and those failed in the last day, are judged in full; paged "
+        "with `after`."
     )
     async def attention(
         self,
@@ -146,19 +153,26 @@ class SummaryQuery:
             int,
             strawberry.argument(description=f"How many models to return, 1 to {MAX_WORST}."),
         ] = 10,
+        after: Annotated[
+            str | None,
+            strawberry.argument(description="The `endCursor` of the previous page, to go on."),
+        ] = None,
         scan: Annotated[
-            int,
+            int | None,
             strawberry.argument(
-                description="How many of the newest models of each state to judge, 1 to "
-                "OPENRL_INSPECT_LIMITS_MAX_PAGE_SIZE (100 unless set)."
+                description="Ignored (every live model is looked at now).",
+                deprecation_reason="Every live model is looked at now.",
             ),
-        ] = 50,
+        ] = None,
     ) -> Attention:
         ctx = info.context
-        found = await summary_rollup.attention(ctx, first, scan)
+        found = await summary_rollup.attention(ctx, first, after)
         return Attention(
             models=[ModelBrief.from_record(m, ctx.logs.describe) for m in found.models],
             scanned=found.scanned,
             needing=found.needing,
+            remaining=found.remaining,
+            has_next_page=found.has_next,
+            end_cursor=found.end_cursor,
             truncated=found.truncated,
         )

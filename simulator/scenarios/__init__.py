@@ -39,6 +39,9 @@ sampler_slow                      sampler at 40 % of its tok/s   SAMPLER_SLOW
 client_bound                      client thinks 14 s a step      CLIENT_BOUND
 pace_regression                   ops queue 3 s longer           PACE_REGRESSION
 pod_group_quota                   pod group gated, 16 CPUs short QUOTA
+device_taint_evicted              Xid 79 NoExecute rule, pod gone EVICTED_BY_DEVICE_TAINT
+preempted_readmitted              preempted, re-admitted elsewhere PREEMPTED (+STALLED)
+oom_chain                         sampler OOM x7, trainer op fails OOM_KILLED (+OP_FAILED)
 healthy_trainer                   plain steps                    (none)
 healthy_sampler_heavy             long samples, usual tok/s      (none)
 healthy_checkpointing             save_weights every 5th step    (none)
@@ -49,13 +52,15 @@ records and draws unchanged); then the scenario pool of nodes is added
 (``base.SCENARIO_NODES``), so that the others find GPUs whatever the ordinary models
 took, and each family (``state``, ``pods``, ``waiting``, ``slow``, ``cluster_shapes``)
 stages its own in a session of its own (``scenarios-pods``...); ``cluster_shapes`` also
-adds a node of GPUs partitioned into MIG slices. The objects they show are written in
+adds a node of GPUs partitioned into MIG slices, ``past`` two nodes of its own (room
+to re-admit a preempted model elsewhere) and entries of Cloud Logging's events log for
+Events past the API server's TTL (``Simulation.events_log``). The objects they show are written in
 ``objects``, ``kueue`` (Workloads in ``kueue.x-k8s.io/v1beta2``) and ``events``.
 """
 
 from __future__ import annotations
 
-from openrl_inspect.simulator.scenarios import cluster_shapes, pods, slow, state, waiting
+from openrl_inspect.simulator.scenarios import cluster_shapes, past, pods, slow, state, waiting
 from openrl_inspect.simulator.scenarios.base import add_nodes
 from openrl_inspect.simulator.sim import Simulation
 
@@ -67,6 +72,6 @@ def stage_all(sim: Simulation, now: float) -> None:
     state.stage_original(sim, sid, now)
     add_nodes(sim)
     # A session per family: a session's logs merge at most ten models.
-    for family in (state, pods, waiting, slow, cluster_shapes):
+    for family in (state, pods, waiting, slow, cluster_shapes, past):
         owner = f"scenarios-{family.__name__.rsplit('.', 1)[-1]}"
         family.stage(sim, sim.open_session(now - 7200, owner=owner), now)

@@ -1,5 +1,5 @@
 // Page furniture: the states a part of a page can be in (loading, empty, failed, partial).
-import { backendName, backendSetup, groupErrors, html, partWords, trouble, words } from "./lib.js";
+import { backendName, backendSetup, groupErrors, href, html, partWords, trouble, words } from "./lib.js";
 
 // One sentence per backend (or code) that failed: what is missing, why, and what to do,
 // in the words people use; the code and the server's own message under "details".
@@ -72,4 +72,16 @@ export function Missing({ what }) {
 
 export function Truncated({ when, what }) {
   return when ? html`<p class="muted small">More ${what} exist than shown.</p>` : null;
+}
+
+// Paging through a connection: the first page and the next, kept in the route's ``after``
+// so that back and forward move between pages.
+export function Pager({ page, params, pageInfo, what }) {
+  if (!pageInfo) return null;
+  const first = params.after ? html`<a href=${href(page, null, { ...params, after: "" })} data-page-first>First page of ${what}</a>` : null;
+  const next = pageInfo.hasNextPage && pageInfo.endCursor
+    ? html`<a href=${href(page, null, { ...params, after: pageInfo.endCursor })} data-page-next>Next page of ${what}</a>`
+    : null;
+  if (!first && !next) return null;
+  return html`<nav class="pager" aria-label=${`pages of ${what}`}>${first} ${next}</nav>`;
 }

@@ -27,7 +27,8 @@ from support.live_server import serve_demo
 pytestmark = pytest.mark.anyio
 TOOLS = {
     "attention", "list_models", "model_summary", "session_summary", "why_waiting",
-    "model_logs", "gpu_activity", "node_activity", "step_timeline", "graphql",
+    "model_logs", "gpu_activity", "node_activity", "step_timeline", "model_timeline",
+    "graphql",
 }  # fmt: skip
 
 
@@ -97,6 +98,11 @@ async def why_is_it_stuck(session: ClientSession) -> None:
     diagnosis = summary["data"]["model"]["summary"]
     assert diagnosis["verdict"] == models[0]["verdict"] and diagnosis["causes"]
     assert diagnosis["causes"][0]["next"] is not None
+    timeline = await call(session, "model_timeline", model_id=mid)
+    entries = timeline["data"]["model"]["timeline"]["entries"]
+    assert entries and [e["at"] for e in entries] == sorted(
+        (e["at"] for e in entries), reverse=True
+    )
     missing = await call(session, "model_summary", failing=True, model_id="no-such-model")
     assert missing["data"] == {"model": None}
     assert missing["errors"][0]["code"] == "NOT_FOUND"
@@ -135,7 +141,7 @@ async def test_every_tool_fits_its_budget_and_pages_on(base: str) -> None:
         owners = {s["owner"] for s in sessions}
         assert len(owners) > 1
         bobs = await call(session, "list_models", owner="bob")
-        assert {s["owner"] for s in bobs["data"]["sessions"]["nodes"]} == {"bob"}
+        assert {m["session"]["owner"] for m in bobs["data"]["models"]["nodes"]} == {"bob"}
         active = await call(session, "list_models", state="ACTIVE", owner="bob")
         assert {m["session"]["owner"] for m in active["data"]["models"]["nodes"]} == {"bob"}
         for tool, args in (

@@ -90,6 +90,7 @@ def valid_arguments(ids: dict[str, str]) -> dict[str, dict[str, Any]]:
         "gpu_activity": {"model_id": ids["model"]},
         "node_activity": {"node": ids["node"]},
         "step_timeline": {"model_id": ids["model"], "last": 3},
+        "model_timeline": {"model_id": ids["model"]},
         "graphql": {"query": "{ sessions(first: 2) { nodes { id owner } } }"},
     }
 

@@ -155,7 +155,7 @@ def test_what_the_fast_path_leaves_to_the_stock_one_is_counted(world: World) -> 
 def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from openrl_inspect.cli import main as cli
     from openrl_inspect.telemetry import jsonlog
-    from openrl_inspect.web import server
+    from openrl_inspect.web import collector, server
     from openrl_inspect.web.app import create_app
 
     calls: list[Any] = []
@@ -171,12 +171,12 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     port = ["--port", "1"]  # never bound: serve is replaced
     quiet = {"OPENRL_INSPECT_OPEN_BROWSER": "false"}
     assert cli.main(["demo", *port], quiet) == 0
-    assert built[-1].switches.execution == "fast" and calls[-1] == server.GcSettings()
+    assert built[-1].switches.execution == "fast" and calls[-1] == collector.GcSettings()
     env = {**quiet, "OPENRL_INSPECT_EXECUTION": "stock", "OPENRL_INSPECT_GC_FREEZE": "false"}
     env["OPENRL_INSPECT_GC_THRESHOLD"] = "0"
     assert cli.main(["demo", *port], env) == 0
     assert built[-1].switches.execution == "stock"
-    assert calls[-1] == server.GcSettings(freeze=False, threshold=0)
+    assert calls[-1] == collector.GcSettings(freeze=False, threshold=0)
     assert cli.main(["demo", *port], {**quiet, "OPENRL_INSPECT_EXECUTION": "quick"}) == 2
     with pytest.raises(SettingsError, match="'fast' or 'stock'"):
         Switches(execution="quick")
@@ -185,13 +185,16 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
     import gc
 
-    from openrl_inspect.web.server import GcSettings, tune_gc
+    from openrl_inspect.web.collector import GcSettings, tune_gc
 
     before = gc.get_threshold()
     try:
         tune_gc(GcSettings(freeze=True, threshold=12_345))
         assert gc.get_threshold() == (12_345, *before[1:]) and gc.get_freeze_count() > 0
+        # Collections between requests only (web.collector.IdleCollector).
+        assert not gc.isenabled()
     finally:
+        gc.enable()
         gc.unfreeze()
         gc.set_threshold(*before)
 

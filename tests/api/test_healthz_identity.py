@@ -134,7 +134,16 @@ async def test_healthz_shows_endpoints_to_an_operator_only(tmp_path: Path) -> No
             f"{PREFIX}/healthz", headers={"authorization": f"Bearer {operator}"}
         )
     assert anyone == {**who.answer(endpoints=False)}
-    assert set(anyone) == {"ok", "service", "api", "version", "instance", "mode", "backends"}
+    assert set(anyone) == {
+        "ok",
+        "service",
+        "api",
+        "version",
+        "instance",
+        "mode",
+        "freshForSeconds",
+        "backends",
+    }
     assert anyone["instance"] == who.instance and anyone["mode"] == "serve"
     assert as_viewer.json() == anyone
     assert as_operator.json()["backends"][0] == {

@@ -78,7 +78,13 @@ async def test_the_demo_answers_every_page_in_full(client: httpx.AsyncClient) ->
     overview = await ask(client, "overview", {})
     assert overview["attention"]["models"], "the demo has models that need a person"
     sessions = overview["sessions"]["nodes"]
+    # Every live model is on one of the overview's pages.
     models = [m for s in sessions for m in s["models"]["nodes"]]
+    page = overview["sessions"]["pageInfo"]
+    while page["hasNextPage"]:
+        more = (await ask(client, "overview", {"after": page["endCursor"]}))["sessions"]
+        models += [m for s in more["nodes"] for m in s["models"]["nodes"]]
+        page = more["pageInfo"]
     assert len(models) == overview["attention"]["scanned"]
     cluster = await ask(client, "cluster", {})
     assert cluster["capacity"]["total"] > 0 and cluster["nodes"]["nodes"]
@@ -114,3 +120,21 @@ async def test_the_model_document_pages_and_filters_logs(client: httpx.AsyncClie
 def test_the_documents_are_shipped_with_the_package() -> None:
     # package-data ships static/**: the dashboard needs no file outside static/ui.
     assert Path(QUERIES).is_dir() and (ROOT / "static" / "ui" / "index.html").is_file()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("page", "connection"), [("overview", "sessions"), ("cluster", "nodes")])
+async def test_a_page_asks_for_one_page_and_the_next_on_demand(
+    client: httpx.AsyncClient, page: str, connection: str
+) -> None:
+    """The overview and the cluster pages never ask for every row at once: a first page
+    with its cursor, and the next page from it (the dashboard's pager)."""
+    first = (await ask(client, page, {}))[connection]
+    info = first["pageInfo"]
+    assert len(first["nodes"]) <= {"sessions": 5, "nodes": 50}[connection]
+    assert info["hasNextPage"] == (first["totalCount"] > len(first["nodes"]))
+    if info["hasNextPage"]:
+        after = (await ask(client, page, {"after": info["endCursor"]}))[connection]
+        names = {"sessions": "id", "nodes": "name"}[connection]
+        seen = {n[names] for n in first["nodes"]}
+        assert after["nodes"] and not seen & {n[names] for n in after["nodes"]}

@@ -143,3 +143,33 @@ async def test_a_refresh_that_fails_or_overruns_keeps_the_last_answer_until_it_e
     await landed()
     clock.now += 1.0  # past the window: nothing fresh, the call waits for its own run
     assert await flights.join("k", lambda: asyncio.sleep(0, 7)) == 7
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "window"),
+    [
+        (["serve"], {}, 2.0),
+        (["serve"], {"OPENRL_INSPECT_FRESH_FOR_S": "0"}, 0.0),
+        (["serve"], {"OPENRL_INSPECT_FRESH_FOR_S": "5"}, 5.0),
+        (["demo"], {}, 0.0),
+    ],
+)
+def test_serve_starts_with_a_two_second_window(
+    argv: list[str], env: dict[str, str], window: float
+) -> None:
+    from openrl_inspect.cli.main import inspector_settings, parser
+
+    assert inspector_settings(parser().parse_args(argv), env).switches.fresh_for_s == window
+
+
+async def test_healthz_states_the_window() -> None:
+    import fakeredis
+    from openrl_inspect.adapters.redis import RedisStateStore
+    from openrl_inspect.core.settings import Settings, Switches
+    from openrl_inspect.web.app import PREFIX
+    from support.harness import app_client
+
+    settings = Settings(switches=Switches(fresh_for_s=2.0))
+    async with app_client(RedisStateStore.in_memory(fakeredis.FakeServer()), settings) as client:
+        body = (await client.get(f"{PREFIX}/healthz")).json()
+    assert body["freshForSeconds"] == 2.0

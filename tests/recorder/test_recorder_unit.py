@@ -326,6 +326,27 @@ def test_a_combined_batch_leaves_what_record_by_record_writes_leave(
     assert results[0] == results[1]
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=_record_calls(), times=strategies.lists(strategies.integers(0, 5), min_size=40))
+def test_combined_writes_with_times_out_of_order_leave_what_one_by_one_leaves(
+    calls: list[tuple[str, tuple[Any, ...]]], times: list[int]
+) -> None:
+    # Records of one model come from several processes: their times need not rise, and
+    # the live index's ZADD XX GT must combine exactly all the same.
+    retention = Retention(max_steps_per_model=10_000)
+    results = []
+    for batch_size in (1000, 1):
+        client = fake()
+        rec = Recorder(client, retention, settings=QUIET, batch_size=batch_size, start=False)
+        for i, (name, args) in enumerate(calls):
+            getattr(rec, name)(*args, at=float(times[i]))
+        rec.flush()
+        assert rec.stats().written == len(calls)
+        state = dump(client)
+        results.append({k: v for k, v in state.items() if ":rollup" not in k})
+    assert results[0] == results[1]
+
+
 def _moved_ops(calls: list[tuple[str, tuple[Any, ...]]]) -> bool:
     steps: dict[tuple[str, str], set[int]] = {}
     for name, args in calls:

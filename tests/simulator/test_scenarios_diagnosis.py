@@ -32,7 +32,7 @@ from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.simulator import SimConfig, Simulation, kube_staging, populate
 from openrl_inspect.simulator.kube_twin import cluster_records, mirror_kubernetes, slice_record
 from openrl_inspect.simulator.scenarios import objects as scenario_objects
-from openrl_inspect.simulator.scenarios import pods, waiting
+from openrl_inspect.simulator.scenarios import past, pods, waiting
 from support.client_models import roundtrip
 from support.harness import app_client, gql
 
@@ -152,6 +152,19 @@ EXPECTED: dict[str, tuple[CauseKind, Verdict, Check]] = {
     "claim_unallocated": (CauseKind.CLAIM_UNALLOCATED, Verdict.WAITING,
                           lambda f, w: f["reason"] == "ClaimNotCreated"
                           and waiting.MISSING_TEMPLATE in f["message"]),
+    "device_taint_evicted": (CauseKind.EVICTED_BY_DEVICE_TAINT, Verdict.FAILED,
+                             lambda f, w: f["rule"] == past.XID_RULE and f["xid"] == "79"
+                             and f["taint"] == "gpu.nvidia.com/xid=79:NoExecute"
+                             and f["pod_gone"] == "yes" and f["role"] == "trainer"
+                             and f["uuid"] == w.sim.models[
+                                 w.sim.scenario_ids["device_taint_evicted"]].workers[0][3][0]),
+    "preempted_readmitted": (CauseKind.PREEMPTED, Verdict.STALLED,
+                             lambda f, w: f["preemptor_uid"] == f"uid-wl-{past.PREEMPTOR}"
+                             and f["readmitted_on"] != f["node"]
+                             and f["readmitted_at"] - f["preempted_at"] == pytest.approx(300, abs=2)),
+    "oom_chain": (CauseKind.OOM_KILLED, Verdict.FAILED,
+                  lambda f, w: f["exit_code"] == 137 and f["restarts"] == past.OOM_RESTARTS
+                  and f["container"] == "sampler"),
     "trainer_slow": (CauseKind.TRAINER_SLOW, Verdict.SLOW,
                      lambda f, w: f["kind"] == "forward_backward" and f["ratio"] >= 1.8),
     "sampler_slow": (CauseKind.SAMPLER_SLOW, Verdict.SLOW, lambda f, w: f["ratio"] <= 0.5),
@@ -163,7 +176,8 @@ EXPECTED: dict[str, tuple[CauseKind, Verdict, Check]] = {
 HEALTHY = ("healthy_trainer", "healthy_sampler_heavy", "healthy_checkpointing")
 # Kinds no scenario stages: a failed pod (OpenRL's Jobs restart in place) and the
 # catch-all for a wait with nothing specific to say.
-NOT_STAGED = {CauseKind.POD_FAILED, CauseKind.WAITING_OTHER}
+# And a lost node (tested on its own, tests/resolvers/diagnosis).
+NOT_STAGED = {CauseKind.POD_FAILED, CauseKind.WAITING_OTHER, CauseKind.NODE_LOST}
 
 
 async def test_every_scenario_is_judged_here_and_every_cause_kind_is_staged(world: World) -> None:
@@ -207,6 +221,52 @@ async def test_the_companion_causes_rank_after(world: World) -> None:
     assert kinds("pace_regression") == [CauseKind.PACE_REGRESSION]
 
 
+async def test_a_root_comes_first_and_says_the_chain(world: World) -> None:
+    """The OOM kills explain the failed op and the model's failure; the eviction by a
+    device taint (its pod long gone) explains them too; the preemption, the stall."""
+
+    def causes(name: str) -> tuple[Cause, ...]:
+        return world.of(name).diagnosis.causes
+
+    oom = causes("oom_chain")
+    assert [c.kind for c in oom] == [
+        CauseKind.OOM_KILLED, CauseKind.OP_FAILED, CauseKind.MODEL_FAILED
+    ]  # fmt: skip
+    assert oom[0].statement == (
+        f"forward_backward at step {facts(oom[1])['step']} failed: its sampler pod was "
+        f"OOMKilled ({past.OOM_RESTARTS} restart(s), exit 137, limit {past.MEMORY_LIMIT})"
+    )
+    assert {x.kind for x in oom[0].explains} == {CauseKind.OP_FAILED, CauseKind.MODEL_FAILED}
+    assert [x.kind for x in oom[1].explained_by] == [CauseKind.OOM_KILLED]
+    assert oom[1].explained_by[0].object == oom[0].refs[0]
+
+    taint = causes("device_taint_evicted")
+    assert [c.kind for c in taint][:2] == [CauseKind.EVICTED_BY_DEVICE_TAINT, CauseKind.OP_FAILED]
+    assert taint[0].statement.startswith("forward_backward at step ")
+    assert f"DeviceTaintRule {past.XID_RULE} (Xid 79 on GPU-" in taint[0].statement
+    assert [x.kind for x in taint[1].explained_by] == [CauseKind.EVICTED_BY_DEVICE_TAINT]
+
+    preempted = causes("preempted_readmitted")
+    assert [c.kind for c in preempted][:2] == [CauseKind.PREEMPTED, CauseKind.STALLED]
+    assert preempted[0].statement.startswith("no step for ")
+    assert "re-admitted on " in preempted[0].statement
+    assert [x.kind for x in preempted[1].explained_by] == [CauseKind.PREEMPTED]
+
+
+async def test_a_past_whose_events_log_is_not_there_is_said_unknown(world: World) -> None:
+    """Without Cloud Logging the eviction's Events (older than the watch cache) are not
+    guessed: the backend is said, and the rule and GPU still name the taint."""
+    b = world.backends
+    bare = Backends(state=b.state, kubernetes=b.kubernetes)
+    ctx = Context.build(bare)
+    rec = await ctx.state.models.load(world.sim.scenario_ids["device_taint_evicted"])
+    assert rec is not None
+    summary = await model_summary(ctx, rec, STEPS)
+    unknown = {(u.backend, u.code) for u in summary.diagnosis.unknown}
+    assert ("cloud_logging", "BACKEND_NOT_CONFIGURED") in unknown
+    assert CauseKind.EVICTED_BY_DEVICE_TAINT not in {c.kind for c in summary.diagnosis.causes}
+
+
 async def test_healthy_models_get_no_cause(world: World) -> None:
     staged = set(world.sim.scenario_ids.values())
     healthy = [world.of(name) for name in HEALTHY]
@@ -219,10 +279,14 @@ async def test_healthy_models_get_no_cause(world: World) -> None:
 
 
 async def test_the_api_gives_the_same_verdicts(world: World) -> None:
-    query = "query($id: ID!) { model(id: $id) { summary { verdict reasons } } }"
+    query = "query($id: ID!) { model(id: $id) { summary { verdict reasons causes { kind } } } }"
     b = world.backends
     async with app_client(
-        world.store, kubernetes=b.kubernetes, gpu_metrics=b.gpu_metrics, prometheus=b.prometheus
+        world.store,
+        kubernetes=b.kubernetes,
+        gpu_metrics=b.gpu_metrics,
+        prometheus=b.prometheus,
+        logs=b.logs,
     ) as http:
         for name, mid in sorted(world.sim.scenario_ids.items()):
             body = await gql(http, query, id=mid)
@@ -230,7 +294,11 @@ async def test_the_api_gives_the_same_verdicts(world: World) -> None:
             got = body["data"]["model"]["summary"]
             summary = world.summaries[mid]
             assert got["verdict"] == summary.verdict.value, name
-            assert len(got["reasons"]) == len(summary.reasons), name
+            # The top reason alike; the API may leave lower causes off to fit its budget
+            # (its answer carries Cloud Logging filters and links besides).
+            kinds = [c["kind"] for c in got["causes"]]
+            assert kinds == [c.kind.value for c in summary.diagnosis.causes][: len(kinds)], name
+            assert len(got["reasons"]) <= len(summary.reasons), name
 
 
 # ------------------------------------------------------------ the staged objects
@@ -266,6 +334,7 @@ MODELS = {
     "ResourceClaim": "ResourceV1ResourceClaim",
     "ResourceSlice": "V1ResourceSlice",
     "Job": "V1Job",
+    "DeviceTaintRule": "V1beta2DeviceTaintRule",
 }
 
 

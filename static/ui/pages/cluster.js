@@ -2,7 +2,7 @@
 // into MIG slices as one box of its slices), pending workloads.
 import { dutyColour } from "../charts.js";
 import { ago, backendSetup, href, html, navigate, pct, useQuery } from "../lib.js";
-import { Banners, Empty, Failed, Loading, Missing, Section, Truncated } from "../parts.js";
+import { Banners, Empty, Failed, Loading, Missing, Pager, Section, Truncated } from "../parts.js";
 
 // "3 held, 5 free of 16" MIG slices, or a dash where none are published.
 function slices(c) {
@@ -178,7 +178,8 @@ function kubernetesUnset(errors) {
 }
 
 export function Cluster({ route }) {
-  const q = useQuery("cluster", {});
+  // One page of nodes at a time (``after`` in the route), the next when asked for.
+  const q = useQuery("cluster", { after: route.params.after || null });
   if (q.loading && !q.data) return html`<${Loading} what="the cluster" />`;
   if (kubernetesUnset(q.errors)) return html`<${NoKubernetes} />`;
   if (!q.data) return html`<${Failed} errors=${q.errors} failure=${q.failure} />`;
@@ -194,6 +195,7 @@ export function Cluster({ route }) {
           ? html`<${Empty}>No nodes.</${Empty}>`
           : html`<div class="nodes">${nodes.nodes.map((n) => html`<${NodeRow} key=${n.name} n=${n} params=${route.params} />`)}</div>`}
       <${Truncated} when=${nodes?.truncated} what="nodes" />
+      <${Pager} page="cluster" params=${route.params} pageInfo=${nodes?.pageInfo} what="nodes" />
     <//>
     <${Pending} workloads=${q.data.workloads} />
   </div>`;

@@ -25,6 +25,7 @@ import {
   Timeline,
   WhyWaiting,
 } from "./model_parts.js";
+import { History } from "./model_history.js";
 
 function kv(obj) {
   const entries = Object.entries(obj || {});
@@ -147,6 +148,7 @@ export function Model({ route }) {
     <${OpenOps} ops=${m.openOps} />
     <${Placements} placements=${m.placements} />
     <${Sampler} stats=${m.samplerBatchStats} />
+    <${History} timeline=${m.timeline} />
     <${Events} events=${m.events} />
     <${Logs} id=${m.id} logs=${m.logs} params=${p} />
   </div>`;

@@ -15,7 +15,7 @@ import {
   useMemo,
   useQuery,
 } from "../lib.js";
-import { Banners, Empty, Failed, Loading, Section } from "../parts.js";
+import { Banners, Empty, Failed, Loading, Pager, Section } from "../parts.js";
 
 function rows(data) {
   const out = [];
@@ -183,7 +183,9 @@ function ModelRow({ r }) {
 }
 
 export function Overview({ route }) {
-  const q = useQuery("overview", {});
+  // One page of sessions at a time (``after`` in the route): attention and about a
+  // hundred rows in the first answer, never every model with its summary at once.
+  const q = useQuery("overview", { after: route.params.after || null });
   const params = route.params;
   const all = useMemo(() => rows(q.data), [q.data]);
   const shown = useMemo(
@@ -199,7 +201,7 @@ export function Overview({ route }) {
     <${Section}
       title="Live sessions and their models"
       id="models"
-      note=${sessions ? `${sessions.totalCount} live sessions, ${all.length} models${sessions.truncated ? " (first page)" : ""}` : ""}
+      note=${sessions ? `${sessions.totalCount} live sessions, ${all.length} models on this page${sessions.truncated ? " (not every session)" : ""}` : ""}
     >
       <${Counts} all=${all} params=${params} />
       <${Filters} params=${params} all=${all} />
@@ -212,6 +214,7 @@ export function Overview({ route }) {
             </tr></thead>
             <tbody>${shown.map((r) => html`<${ModelRow} r=${r} key=${r.id} />`)}</tbody>
           </table></div>`}
+      <${Pager} page="overview" params=${params} pageInfo=${sessions?.pageInfo} what="sessions" />
     <//>
   </div>`;
 }

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore, connect
+from openrl_inspect.recorder import RecorderSettings, reindex_with
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.web.app import PREFIX
 from support.harness import app_client, gql, populate
@@ -171,3 +172,44 @@ async def test_the_api_reads_as_a_read_only_acl_user(redis_server: RedisServer) 
     await store.aclose()
     assert "errors" not in body, body
     assert ready.status_code == 200
+
+
+@pytest.mark.redis_cluster
+async def test_filtered_lists_attention_and_reindex_on_a_three_node_cluster(
+    redis_cluster: Any,
+) -> None:
+    # The model indexes live on many slots: every read and write names one key (or,
+    # for the indexes' declaration, two keys of one slot).
+    redis_cluster.flush()
+    settings = RedisSettings(url=redis_cluster.url, cluster=True)
+    writer = connect(settings)
+    sim = await populate(writer, SimConfig(seed=4, sessions=3, models_per_session=4))
+    await writer.aclose()
+    store = RedisStateStore.from_settings(settings)
+    async with app_client(store) as client:
+        listed = await gql(
+            client, "{ sessions(first: 20) { nodes { owner models(first: 50) { nodes { id } } } } }"
+        )
+        owner = listed["data"]["sessions"]["nodes"][0]["owner"]
+        mine = [
+            m["id"]
+            for s in listed["data"]["sessions"]["nodes"]
+            if s["owner"] == owner
+            for m in s["models"]["nodes"]
+        ]
+        query = (
+            "query($o: String) { models(owner: $o, first: 2) { totalCount nodes { id } } "
+            "attention(first: 5) { scanned } }"
+        )
+        body = await gql(client, query, o=owner)
+    assert "errors" not in body, body
+    assert body["data"]["models"]["totalCount"] == len(mine)
+    assert body["data"]["attention"]["scanned"] == sum(
+        1 for m in sim.models.values() if m.state in ("waiting", "placed", "active")
+    )
+    found = reindex_with(RecorderSettings(url=redis_cluster.url, cluster=True))
+    assert found.models == len(sim.models) and found.without_owner == 0
+    async with app_client(store) as client:
+        again = await gql(client, query, o=owner)
+    await store.aclose()
+    assert again["data"] == body["data"]

@@ -1,0 +1,171 @@
+"""``reindex``: the model indexes built for data written before them (the writing side).
+
+The API never writes, so a store with data older than the model indexes
+(docs/redis-schema.md, "Model indexes") gets them from this one-shot pass, run with the
+recorder's credentials. It reads only by index (the sessions' and the state indexes,
+then the records they name; never ``KEYS`` or ``SCAN``), writes with per-key ZADD / ZREM
+in pipelines of bounded size (a Cluster runs each where its key lives), and is
+idempotent: running it again, or beside live recorders, leaves the same indexes.
+
+Live models enter the live index at the time they entered their state unless a recorder
+already put them there later (``ZADD GT``); owner and base-model entries whose model is
+in no state index any more (its keys expired) are pruned for every owner and base model
+it meets. The indexes are declared complete last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from openrl_inspect.core.domain import TERMINAL_STATES
+from openrl_inspect.recorder._config import RecorderSettings
+from openrl_inspect.recorder._send import sync_client
+from openrl_inspect.state import keys
+
+T = TypeVar("T")
+CHUNK = 1_000  # commands per pipeline
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What a pass found and wrote."""
+
+    models: int  # models found in a state index
+    owners: int  # owners indexed
+    base_models: int
+    live: int
+    without_owner: int  # models whose session (hence owner) is gone
+    pruned: int  # index entries of models no longer stored
+
+
+def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _read(client: Any, items: Sequence[T], queue: Callable[[Any, T], None]) -> list[Any]:
+    out: list[Any] = []
+    for part in _chunks(items):
+        pipe = client.pipeline(transaction=False)
+        for item in part:
+            queue(pipe, item)
+        out.extend(pipe.execute())
+    return out
+
+
+def _write(client: Any, commands: Iterable[tuple[Any, ...]]) -> None:
+    batch = list(commands)
+    for part in _chunks(batch):
+        pipe = client.pipeline(transaction=False)
+        for cmd in part:
+            pipe.execute_command(*cmd)
+        pipe.execute()
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _whole(client: Any, key: str) -> list[tuple[str, float]]:
+    """Every member of a sorted set, read a chunk at a time."""
+    out: list[tuple[str, float]] = []
+    start = 0
+    while True:
+        part = client.zrange(key, start, start + 10 * CHUNK - 1, withscores=True)
+        out.extend((_text(m) or "", float(s)) for m, s in part)
+        if len(part) < 10 * CHUNK:
+            return out
+        start += len(part)
+
+
+def reindex_with(settings: RecorderSettings) -> ReindexReport:
+    """``reindex`` over a client of its own, opened from the recorder's settings."""
+    client = sync_client(settings)
+    try:
+        return reindex(client)
+    finally:
+        client.close()
+
+
+def reindex(client: Any) -> ReindexReport:
+    """Build the model indexes from what is stored, then declare them complete."""
+    state_of: dict[str, tuple[str, float]] = {}
+    for name in keys.MODEL_STATES:
+        for mid, at in _whole(client, keys.models_in_state(name)):
+            state_of[mid] = (str(name), at)
+    mids = sorted(state_of)
+    fields = _read(
+        client,
+        mids,
+        lambda pipe, mid: pipe.hmget(keys.model(mid), "session_id", "base_model", "created_at"),
+    )
+    sessions = sorted({s for f in fields if (s := _text(f[0]))})
+    owners_raw = _read(client, sessions, lambda pipe, sid: pipe.hget(keys.session(sid), "owner"))
+    owner_of = {sid: o for sid, raw in zip(sessions, owners_raw, strict=True) if (o := _text(raw))}
+
+    by_owner: dict[str, dict[str, float]] = {}
+    by_base: dict[str, dict[str, float]] = {}
+    live: list[tuple[str, float]] = []
+    without_owner = 0
+    for mid, (sid_raw, base_raw, created_raw) in zip(mids, fields, strict=True):
+        state, at = state_of[mid]
+        try:
+            created = float(_text(created_raw) or at)
+        except ValueError:
+            created = at
+        owner = owner_of.get(_text(sid_raw) or "")
+        if owner is None:
+            without_owner += 1
+        else:
+            by_owner.setdefault(owner, {})[mid] = created
+        base = _text(base_raw)
+        if base:
+            by_base.setdefault(base, {})[mid] = created
+        if state not in TERMINAL_STATES:
+            live.append((mid, at))
+
+    commands: list[tuple[Any, ...]] = []
+    for owner, members in by_owner.items():
+        commands += _zadds(keys.models_of_owner(owner), list(members.items()))
+    for base, members in by_base.items():
+        commands += _zadds(keys.models_of_base(base), list(members.items()))
+    for part in _chunks(live):
+        commands.append(("ZADD", keys.MODELS_LIVE, "GT", *_flat(part)))
+    _write(client, commands)
+
+    # Entries of models stored no more (and live entries of models no longer live).
+    index_keys = [keys.models_of_owner(o) for o in by_owner] + [
+        keys.models_of_base(b) for b in by_base
+    ]
+    live_now = {mid for mid, _ in live}
+    pruning: list[tuple[Any, ...]] = []
+    for key in [*index_keys, keys.MODELS_LIVE]:
+        keep = live_now if key == keys.MODELS_LIVE else state_of
+        gone = [m for m, _ in _whole(client, key) if m not in keep]
+        pruning += [("ZREM", key, *part) for part in _chunks(gone)]
+    _write(client, pruning)
+    client.set(keys.INDEXES_KEY, str(keys.INDEXES_VERSION))
+    return ReindexReport(
+        models=len(mids),
+        owners=len(by_owner),
+        base_models=len(by_base),
+        live=len(live),
+        without_owner=without_owner,
+        pruned=sum(len(c) - 2 for c in pruning),
+    )
+
+
+def _flat(pairs: Iterable[tuple[str, float]]) -> list[Any]:
+    out: list[Any] = []
+    for member, score in pairs:
+        out.append(score)
+        out.append(member)
+    return out
+
+
+def _zadds(key: str, pairs: Sequence[tuple[str, float]]) -> list[tuple[Any, ...]]:
+    return [("ZADD", key, *_flat(part)) for part in _chunks(pairs)]

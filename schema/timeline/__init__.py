@@ -1,0 +1,1 @@
+"""GraphQL types of a model's (and a session's) timeline."""

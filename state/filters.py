@@ -1,0 +1,61 @@
+"""A filtered list of models, read from the model indexes (docs/redis-schema.md).
+
+``ModelQuery`` names the filters (state, owners, session, base model) and the page
+wanted; the store answers with every matching model counted (an exact ``total``) and
+the page after the cursor, full unless it is the last. The order is the one cursor
+codec's: newest first by the time the model entered ``state`` when a state is given,
+else by its creation, ties by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrl_inspect.state.paging import Position
+
+# The most models one filtered list reads before answering (its smallest index): past
+# it the caller is asked to narrow the filter rather than given a short answer.
+MAX_CANDIDATES = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class ModelQuery:
+    """Models matching every given filter; ``owners`` None is any owner, a tuple is
+    "one of these" (a viewer's owners, or one asked for), empty matches nothing."""
+
+    first: int
+    after: Position | None = None
+    state: str | None = None
+    owners: tuple[str, ...] | None = None
+    session: str | None = None
+    base_model: str | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the answer needs the indexes the recorder added (owner, base)."""
+        return self.owners is not None or self.base_model is not None
+
+
+def after(pos: Position | None, items: list[Position]) -> list[Position]:
+    """``items`` (newest first) strictly after ``pos``."""
+    if pos is None:
+        return items
+    return [
+        p for p in items if p.score < pos.score or (p.score == pos.score and p.member < pos.member)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveAsk:
+    """What attention reads of the live and failed indexes (``StateStore.live_models``)."""
+
+    quiet_before: float  # live models whose last progress is older than this
+    failed_since: float  # failed models that failed at or after this
+    cap: int  # the most of each
+
+
+@dataclass(frozen=True, slots=True)
+class LiveModels:
+    live: int  # every live model
+    quiet: list[Position]  # longest quiet first
+    failed: list[Position]  # newest failure first
