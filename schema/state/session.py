@@ -29,9 +29,7 @@ ModelT = Annotated["Model", strawberry.lazy("openrl_inspect.schema.state.model")
     description="A client's session with OpenRL, under which it creates models; OpenRL's "
     "session hash in Redis."
 )
-class Session(
-    SessionMetricsFields, SessionLogFields, SessionSummaryFields, SessionTimelineFields
-):
+class Session(SessionMetricsFields, SessionLogFields, SessionSummaryFields, SessionTimelineFields):
     id: strawberry.ID = strawberry.field(description="OpenRL's session id (Redis).")
     owner: str = strawberry.field(description="Who opened it, as OpenRL recorded it.")
     created_at: datetime | None = strawberry.field(

@@ -38,6 +38,11 @@ domain_enum(
         CauseKind.PREEMPTED: "Kueue preempted its Workload (Preempted condition) and took "
         "its GPUs back.",
         CauseKind.EVICTED: "Its Workload was evicted (Evicted condition).",
+        CauseKind.EVICTED_BY_DEVICE_TAINT: "A pod of it was evicted by a NoExecute device "
+        "taint on a GPU it held (a DeviceTaintRule or the driver's taint, with the Xid), "
+        "read from the Events even once the pod is gone.",
+        CauseKind.NODE_LOST: "The node it ran on went away or stopped reporting (NotReady, "
+        "deleted) while it held GPUs there.",
         CauseKind.UNSCHEDULABLE: "The scheduler cannot place a pod (PodScheduled false, "
         "Unschedulable).",
         CauseKind.CLAIM_UNALLOCATED: "A DRA ResourceClaim of its pods is not allocated.",
@@ -170,7 +175,7 @@ class NextLook:
 
 @strawberry.type(description="Another cause of the same diagnosis, by kind and object.")
 class CauseRef:
-    kind: CauseKind
+    kind: CauseKind = strawberry.field(description="The other cause's kind.")
     object: str | None = strawberry.field(
         description='The object it is about ("Pod ns/name", "op op-12"), as in its refs.'
     )
