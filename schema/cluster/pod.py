@@ -33,7 +33,7 @@ from openrl_inspect.schema.cluster.container import Container
 from openrl_inspect.schema.cluster.events import PodEventFields
 from openrl_inspect.schema.cluster.gpu import Gpu, gpu_objects
 from openrl_inspect.schema.common import Info, as_json, ts
-from openrl_inspect.schema.logs.types import PodLogFields
+from openrl_inspect.schema.logs.fields import PodLogFields
 from openrl_inspect.schema.shown import shown, shows
 from strawberry.scalars import JSON
 

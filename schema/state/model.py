@@ -11,7 +11,7 @@ from openrl_inspect.schema.cluster.events import ModelEventFields
 from openrl_inspect.schema.cluster.links import ModelClusterFields
 from openrl_inspect.schema.common import Info, ModelState, StateTransition, as_json, ts
 from openrl_inspect.schema.connection import After, Connection, First
-from openrl_inspect.schema.logs.types import ModelLogFields
+from openrl_inspect.schema.logs.fields import ModelLogFields
 from openrl_inspect.schema.metrics.fields import ModelMetricsFields
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.state.sampling import ModelSamplingFields

@@ -9,7 +9,7 @@ import strawberry
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.schema.common import Info, SessionState, as_json, ts
 from openrl_inspect.schema.connection import After, Connection, First
-from openrl_inspect.schema.logs.types import SessionLogFields
+from openrl_inspect.schema.logs.fields import SessionLogFields
 from openrl_inspect.schema.metrics.fields import SessionMetricsFields
 from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.summary.rollup import SessionSummaryFields
