@@ -142,6 +142,8 @@ class Bounds:
     # waits up to busy_wait_s, then is answered BUSY.
     expensive_nodes: int = 20_000
     max_expensive_requests: int = 2
+    # Of those, how many one principal may hold at once (its next is BUSY at once).
+    max_expensive_per_principal: int = 1
     busy_wait_s: float = 2.0
 
 
