@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Hashable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from openrl_inspect.core.domain import OpHealth, SessionState
@@ -213,8 +214,23 @@ async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None)
 async def model_workers(
     ctx: Context, mid: str, first: int | None, after: str | None
 ) -> Paged[WorkerRecord]:
+    """The workers that heartbeat for the model. A worker is shown as it is now, so to a
+    viewer only while the model it serves now is in scope: one that moved on to another
+    owner's model is left out here as by ``worker(id:)`` and ``Op.worker`` (its pod,
+    node and payload are the other owner's now). A record that cannot be read is left
+    out for a viewer too (whose it is cannot be known)."""
     ref = ListRef("model_workers", (mid,))
-    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
+    page = await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
+    if scope.sees_everything(ctx):
+        return page
+    serving = [r.model_id for _, r in page.items if isinstance(r, WorkerRecord)]
+    seen = await scope.visible_model_ids(ctx, serving)
+    kept = [
+        (at, r)
+        for at, r in page.items
+        if isinstance(r, WorkerRecord) and (r.model_id or "") in seen
+    ]
+    return replace(page, items=kept, total=page.total - (len(page.items) - len(kept)))
 
 
 async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:
