@@ -14,9 +14,9 @@ from starlette.routing import BaseRoute
 
 
 class Agents:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, origins: tuple[str, ...] = ()) -> None:
         self.runner = runner
-        self.mcp = McpEndpoint(runner)
+        self.mcp = McpEndpoint(runner, origins)
 
     def routes(self, prefix: str) -> list[BaseRoute]:
         return [*rest.mount(self.runner, prefix), *self.mcp.routes(prefix)]
