@@ -9,13 +9,21 @@ filter, Pomerium) can be pointed at their own header, keys and audience.
 The signature is checked with a key from the configured set chosen by the token's
 ``kid``, under the configured algorithms only; then ``exp``, ``iat`` (required) and
 ``nbf`` with ``leeway_s``, ``aud`` (required, one of ``audience``) and ``iss`` when
-configured. The principal's name is the ``name_claim``; its role and owners come from
-the principals file, then the operator list, else it is a viewer of its own name (or
-of the ``owners_claim``).
+configured. ``exp``, ``iat`` and ``nbf`` must be numbers (not strings), and the token
+may live at most ``max_lifetime_s``. A request with the assertion header twice is
+refused (which one the proxy set cannot be known).
+
+The principal's name is the ``name_claim``, compared exactly after one normalisation,
+Unicode NFC; a name with surrounding white space or control characters is refused, never
+trimmed (``"ops@example.com "`` is not the operator ``ops@example.com``). Its role and
+owners come from the principals file, then the operator list, else it is a viewer of its
+own name (or of the ``owners_claim``).
 """
 
 from __future__ import annotations
 
+import time
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +56,12 @@ _REASONS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
 
 def _by_name(data: bytes) -> Mapping[str, Principal]:
     entries = parse_entries(data, "principals file", hashed=False)
-    return {e.principal.name: e.principal for e in entries}
+    return {_normal(e.principal.name): e.principal for e in entries}
+
+
+def _normal(name: str) -> str:
+    """The one normalisation before names are compared (module docstring)."""
+    return unicodedata.normalize("NFC", name)
 
 
 def _reason(exc: jwt.PyJWTError) -> str:
@@ -105,9 +118,22 @@ class JwtAuthenticator:
             )
         except jwt.PyJWTError as exc:
             raise Unauthenticated(REJECTED, _reason(exc)) from None
+        self._check_times(claims)
         return claims
 
+    def _check_times(self, claims: Mapping[str, Any]) -> None:
+        for name in ("exp", "iat", "nbf"):
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise Unauthenticated(REJECTED, "bad_claim")
+        limit = self.settings.max_lifetime_s + self.settings.leeway_s
+        exp, iat = claims["exp"], claims["iat"]
+        if exp - iat > limit or exp - time.time() > limit:
+            raise Unauthenticated(REJECTED, "too_long")
+
     def _token(self, headers: Headers) -> str:
+        if len(headers.getlist(self.header)) > 1:
+            raise Unauthenticated(REJECTED, "duplicate_header")
         if self.header == "authorization":
             return bearer(headers)
         raw = headers.get(self.header)
@@ -125,11 +151,13 @@ class JwtAuthenticator:
         name = claims.get(s.name_claim)
         if not isinstance(name, str) or not name.strip() or len(name) > 256:
             raise Unauthenticated(REJECTED, "no_name")
-        name = name.strip()
+        if name != name.strip() or not name.isprintable():
+            raise Unauthenticated(REJECTED, "bad_name")
+        name = _normal(name)
         listed = self.principals.get().get(name) if self.principals is not None else None
         if listed is not None:
             return listed
-        if name in s.operators:
+        if name in {_normal(o) for o in s.operators}:
             return Principal(name, Role.OPERATOR)
         if not s.admit_unlisted:
             raise Forbidden("This principal is not allowed to use the inspector.")

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 import jwt
 import orjson
+from cryptography.hazmat.primitives.asymmetric import rsa
 from openrl_inspect.auth._files import MAX_FILE_BYTES, Watched
 from openrl_inspect.core.errors import AuthUnavailable
 
@@ -57,10 +58,11 @@ def parse_jwks(data: bytes, algorithms: tuple[str, ...], what: str) -> Keys:
             except jwt.PyJWTError:
                 problem = "not a usable key"
             else:
-                if key.algorithm_name in algorithms:
+                problem = _weak(key)
+                if problem is None and key.algorithm_name in algorithms:
                     keys[key.key_id] = key
                     continue
-                problem = "algorithm not accepted"
+                problem = problem or "algorithm not accepted"
         log.warning("JWKS key skipped", extra={"file": what, "index": index, "problem": problem})
     if len(raw) > MAX_KEYS:
         log.warning("JWKS keys past the limit ignored", extra={"file": what, "limit": MAX_KEYS})
@@ -77,6 +79,22 @@ def _problem(item: Any, algorithms: tuple[str, ...]) -> str | None:
     alg = item.get("alg")
     if alg is not None and alg not in algorithms:
         return "algorithm not accepted"
+    return None
+
+
+# RSA keys below these are refused: a 1024-bit modulus is within reach of a well-funded
+# factoring effort, and a tiny exponent (3) invites signature forgeries on lax verifiers.
+MIN_RSA_BITS = 2048
+MIN_RSA_EXPONENT = 65537
+
+
+def _weak(key: jwt.PyJWK) -> str | None:
+    public = key.key
+    if isinstance(public, rsa.RSAPublicKey):
+        if public.key_size < MIN_RSA_BITS:
+            return f"RSA key under {MIN_RSA_BITS} bits"
+        if public.public_numbers().e < MIN_RSA_EXPONENT:
+            return f"RSA public exponent under {MIN_RSA_EXPONENT}"
     return None
 
 

@@ -43,6 +43,9 @@ class AuthSettings:
     issuer: str | None = None
     algorithms: tuple[str, ...] = ("ES256",)
     leeway_s: float = 30.0
+    # jwt: the longest a token may live (``exp`` after ``iat``, and after now); IAP's
+    # assertions live 10 minutes, an OIDC ID token an hour.
+    max_lifetime_s: float = 86_400.0
     # jwt: the claim naming the principal; IAP's ``email`` is the plain address.
     name_claim: str = "email"
     # jwt: a claim (string or list) holding a viewer's owners; unset: the name itself.

@@ -137,10 +137,13 @@ class Bounds:
     # Seconds one GraphQL request may run before it is cancelled (DEADLINE_EXCEEDED);
     # 0 turns the deadline off.
     request_deadline_s: float = 30.0
-    # A query whose node cost reaches this is expensive: at most max_expensive_requests
-    # of them run at once; another waits up to busy_wait_s, then is answered BUSY.
-    expensive_nodes: int = 10_000
+    # A query whose node cost (its pages and its computed work: execution.cost) reaches
+    # this is expensive: at most max_expensive_requests of them run at once; another
+    # waits up to busy_wait_s, then is answered BUSY.
+    expensive_nodes: int = 20_000
     max_expensive_requests: int = 2
+    # Of those, how many one principal may hold at once (its next is BUSY at once).
+    max_expensive_per_principal: int = 1
     busy_wait_s: float = 2.0
 
 

@@ -8,6 +8,13 @@ document), and fields are collected as the executor collects them (``@skip`` and
 ``@include`` applied, fragments expanded, same-named fields merged), so the figure is
 about the query that runs, not about the document's text.
 
+A field that computes over more than its own record declares its weight in ``WEIGHTS``:
+the nodes its work is worth for each parent (a summary the models it judges, ``attention``
+what it scans, a metrics field its series, a log field its sources), multiplied through
+the selection like a page. ``tests/scope/test_cost_counts_work.py`` runs a document
+generated for every field and holds the measured work (records read, models judged)
+within a fixed factor of this cost, so a new field that forgets its weight fails.
+
 The walk also counts aliases, field selections and depth through the fragments, and
 stops as soon as any count passes its limit: checking a hostile query costs no more than
 checking the largest allowed one. It runs before graphql-core's validation (so a refused
@@ -20,7 +27,7 @@ document of fragments that each spread the next twice: 20 of them took 13 s.)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +63,63 @@ class CostLimits:
     max_fields: int = 2_000
     default_page: int = 20
     max_page: int = 100
+
+
+# What judging one model is worth, in nodes: it reads the model's rollup (its recent
+# steps and their ops in one record), its open ops, workers and placements, and runs the
+# diagnosis.
+JUDGED_MODEL = 10
+# One metrics series read for a parent (the loaders batch the series of a level into one
+# backend query, so a series costs what a record does).
+SERIES = 1
+# One log source queried for a parent: each is a query of its own.
+LOG_QUERY = 5
+# The states ``attention`` scans (``resolvers.summary.rollup.SEARCHED_STATES``).
+ATTENTION_STATES = 4
+
+Weigh = Callable[[Mapping[str, Any], CostLimits], int]
+
+
+def _arg(args: Mapping[str, Any], name: str, limits: CostLimits) -> int:
+    """A size argument as the resolvers bound it (a value they refuse costs the most)."""
+    value = args.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return limits.max_page
+    return min(value, limits.max_page)
+
+
+def _listed(args: Mapping[str, Any], name: str, limits: CostLimits) -> int:
+    value = args.get(name)
+    return min(len(value), limits.max_page) if isinstance(value, list) else limits.max_page
+
+
+# The work of a computed field for one parent, beyond the nodes its page counts.
+WEIGHTS: dict[str, Weigh] = {
+    # Every model of one page of the session, judged.
+    "Session.summary": lambda a, lim: lim.max_page * JUDGED_MODEL,
+    "Model.summary": lambda a, lim: JUDGED_MODEL,
+    "Query.attention": lambda a, lim: ATTENTION_STATES * _arg(a, "scan", lim) * JUDGED_MODEL,
+    # A session's GPU activity reads one page of its models and their GPUs' series.
+    "Session.gpuActivity": lambda a, lim: lim.max_page * SERIES,
+    "Model.gpuActivity": lambda a, lim: SERIES,
+    "Model.sampling": lambda a, lim: SERIES,
+    "Model.samplerBatchStats": lambda a, lim: SERIES,
+    # The log fields merge their sources (worker, client, events), each a query.
+    "Session.logs": lambda a, lim: 3 * LOG_QUERY,
+    "Model.logs": lambda a, lim: 3 * LOG_QUERY,
+    "Pod.logs": lambda a, lim: LOG_QUERY,
+    "GPU.duty": lambda a, lim: SERIES,
+    "GPU.series": lambda a, lim: SERIES,
+    "Node.duty": lambda a, lim: SERIES,
+    "Placement.gpuDuty": lambda a, lim: SERIES,
+    "Worker.gpuDuty": lambda a, lim: SERIES,
+    "Worker.vllm": lambda a, lim: SERIES,
+    "Query.gpuDuty": lambda a, lim: _listed(a, "uuids", lim) * SERIES,
+    "Query.nodeDuty": lambda a, lim: _listed(a, "nodes", lim) * SERIES,
+    "Query.gpuSeries": lambda a, lim: SERIES,
+    # A raw query returns up to a page of series (its own cap), unbatched.
+    "Query.prometheusQuery": lambda a, lim: lim.max_page * SERIES + LOG_QUERY,
+}
 
 
 @dataclass
@@ -129,13 +193,16 @@ class _Walk:
                         pending.append(frag.selection_set)
         return grouped
 
-    def _page(self, definition: Any, node: FieldNode) -> int | None:
+    def _args(self, definition: Any, node: FieldNode) -> dict[str, Any]:
+        try:
+            return get_argument_values(definition, node, self.variables)
+        except Exception:
+            return {}  # validation refuses it before anything runs
+
+    def _page(self, definition: Any, args: Mapping[str, Any]) -> int | None:
         if "first" not in definition.args:
             return None
-        try:
-            value = get_argument_values(definition, node, self.variables).get("first")
-        except Exception:
-            value = None
+        value = args.get("first")
         if not isinstance(value, int) or isinstance(value, bool):
             return self.limits.default_page
         # Out-of-range sizes are refused by the resolvers; count what could run.
@@ -153,13 +220,18 @@ class _Walk:
             if key != nodes[0].name.value:
                 cost.aliases += 1
             definition = parent.fields.get(nodes[0].name.value)
-            if definition is None:
-                continue  # __typename, or unknown (validation refused it already)
-            size = self._page(definition, nodes[0])
             child_mult = mult
-            if size is not None:
-                cost.nodes += mult * size
-                child_mult = mult * size
+            if definition is not None:
+                args = self._args(definition, nodes[0])
+                size = self._page(definition, args)
+                if size is not None:
+                    cost.nodes += mult * size
+                    child_mult = mult * size
+                weigh = WEIGHTS.get(f"{parent.name}.{nodes[0].name.value}")
+                if weigh is not None:
+                    cost.nodes += mult * weigh(args, limits)
+            # Checked for every selection, ``__typename`` and unknown fields included:
+            # a document of aliased ``__typename`` alone is still held to the limits.
             for name, count, limit in (
                 ("aliases", cost.aliases, limits.max_aliases),
                 ("fields", cost.fields, limits.max_fields),
@@ -168,6 +240,8 @@ class _Walk:
                 if count > limit:
                     cost.exceeded = name
                     raise _Exceeded
+            if definition is None:
+                continue  # __typename, or unknown (validation refuses it)
             child = get_named_type(definition.type)
             subsets = [n.selection_set for n in nodes if n.selection_set is not None]
             if subsets and isinstance(child, GraphQLObjectType):

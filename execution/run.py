@@ -13,7 +13,7 @@ A run, in order, each step refusing before the next costs anything:
    document, operation, variables and limits;
 5. identical concurrent queries of one principal joined into one execution
    (``single_flight``), each caller waiting under its own deadline;
-6. a slot, for an expensive query (``admission``);
+6. a slot, for an expensive query, one principal's share at most (``admission``);
 7. validation and execution by the schema (``execution.schema``), with the
    per-request ``Context`` for the caller's principal.
 
@@ -159,7 +159,9 @@ class Runner:
         self.compiled = Documents(settings.bounds.max_tokens)
         self.costs: Lru[Hashable, Cost] = Lru(MAX_COSTS)
         bounds = settings.bounds
-        self.slots = Slots(bounds.max_expensive_requests, bounds.busy_wait_s)
+        self.slots = Slots(
+            bounds.max_expensive_requests, bounds.busy_wait_s, bounds.max_expensive_per_principal
+        )
         self.flights: Flights[Hashable, Answer] | None = None
         if settings.switches.single_flight:
             self.flights = Flights(
@@ -286,7 +288,7 @@ class Runner:
     ) -> Answer:
         if expensive:
             try:
-                await self.slots.acquire()
+                await self.slots.acquire(context.principal.name)
             except RequestRefused as exc:
                 return Answer.refused(exc)
         try:
@@ -299,7 +301,7 @@ class Runner:
                 )
         finally:
             if expensive:
-                self.slots.release()
+                self.slots.release(context.principal.name)
         errors = once_per_backend([dict(e.formatted) for e in result.errors or ()])
         # Validation errors are at no path and leave no data: the request did not run.
         ran = result.data is not None or any(e.path is not None for e in result.errors or ())

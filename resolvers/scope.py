@@ -32,6 +32,13 @@ R = TypeVar("R")
 MAX_SCAN_PAGES = 20
 
 
+def holder(ctx: Context) -> str:
+    """What a viewer's cursors are sealed to: the principal whole (its name, role and
+    owners), so a cursor made for one set of owners does not page another's scan."""
+    p = ctx.principal
+    return "\x1f".join([p.name, str(p.role), *sorted(p.owners)])
+
+
 def sees_everything(ctx: Context) -> bool:
     return ctx.principal.operator
 
@@ -109,7 +116,7 @@ async def scoped(
         return await paged(ctx, ref, first, after, load)
     size = page_size(ctx, first)
     kept: list[tuple[str | Cursor, R | BadRecord]] = []
-    start = None if after is None else ctx.cursors.unseal(after, ctx.principal.name)
+    start = None if after is None else ctx.cursors.unseal(after, holder(ctx))
     cursor, scanned, exhausted = start, start, False
     for _ in range(MAX_SCAN_PAGES):
         page = await paged(ctx, ref, ctx.bounds.max_page_size, cursor, load)
@@ -123,9 +130,9 @@ async def scoped(
             break
         cursor = page.end_cursor
     items: list[tuple[str | Cursor, R | BadRecord]] = [
-        (ctx.cursors.seal(str(at), ctx.principal.name), rec) for at, rec in kept[:size]
+        (ctx.cursors.seal(str(at), holder(ctx)), rec) for at, rec in kept[:size]
     ]
     if len(kept) > len(items) and items:
         return Paged(items, len(kept), True, after is not None, str(items[-1][0]))
-    end = None if scanned is None else ctx.cursors.seal(scanned, ctx.principal.name)
+    end = None if scanned is None else ctx.cursors.seal(scanned, holder(ctx))
     return Paged(items, len(kept), not exhausted, after is not None, end)

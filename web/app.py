@@ -87,6 +87,9 @@ def _brief(check: dict[str, object]) -> dict[str, object]:
     return {k: check[k] for k in ("name", "ok", "code", "reason") if k in check}
 
 
+GRAPHIQL_FILES = ("graphiql.html", "graphiql-init.js")
+
+
 async def graphiql(request: Request) -> Response:
     return FileResponse(STATIC / "graphiql.html", media_type="text/html")
 
@@ -229,6 +232,12 @@ def create_app(
             Route(f"{PREFIX}/healthz", healthz),
             Route(f"{PREFIX}/readyz", readyz),
             Route(f"{PREFIX}/metrics", metrics_endpoint),
+            # GraphiQL off: its page is not served from the static files either.
+            *(
+                []
+                if graphiql_on
+                else [Route(f"{PREFIX}/static/{name}", not_found) for name in GRAPHIQL_FILES]
+            ),
             Mount(f"{PREFIX}/static", StaticFiles(directory=STATIC), name="static"),
             *agents.routes(PREFIX),
         ],

@@ -45,8 +45,10 @@ class HttpSettings:
     header_timeout_s: float = 10.0
     # An idle keep-alive connection is closed after this many seconds.
     keep_alive_s: float = 5.0
-    # Request line and headers together, in bytes (h11's incomplete-event limit).
+    # Request line and headers together, in bytes, and the number of header lines:
+    # past either, 431 and the connection closed (web/server.py), however they arrive.
     max_header_bytes: int = 16384
+    max_headers: int = 100
     max_json_depth: int = 64
     # Origins a browser may call the API from; none by default (CORS closed).
     cors_origins: tuple[str, ...] = ()

@@ -7,6 +7,13 @@ for as long as it likes. ``GuardedH11Protocol`` gives the request line and heade
 deadline from the moment the connection opens (or the previous response ends) that
 arriving bytes do not extend. The body has its own deadline in ``RequestGuard``.
 
+It also reads each request's head before h11 does, whatever the packet boundaries
+(h11's size limit holds only for a head that arrives in pieces), and answers, closing
+the connection: 431 for a head past ``max_header_bytes`` or ``max_headers`` lines; 400
+for a bare LF line ending, and for both ``Content-Length`` and ``Transfer-Encoding``
+(RFC 9112 6.3: the framing is ambiguous, a smuggling vector, and the connection must
+close).
+
 Once started (the app's lifespan has opened the backends), the garbage collector is
 tuned and run between requests (``web.collector``).
 """
@@ -24,12 +31,34 @@ from openrl_inspect.web.collector import GcSettings, IdleCollector, tune_gc
 from openrl_inspect.web.guard import HttpSettings
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+_REFUSALS = {
+    431: b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+    400: b"HTTP/1.1 400 Bad Request\r\n",
+}
+
+
+def head_problem(head: bytes, max_headers: int) -> int | None:
+    """The status a complete request head (up to its blank line) is refused with."""
+    lines = head.split(b"\n")
+    if any(not line.endswith(b"\r") for line in lines[:-1]):
+        return 400  # a bare LF: h11 takes it, a proxy in front may split differently
+    if len(lines) - 2 > max_headers:
+        return 431
+    names = {line.split(b":", 1)[0].strip().lower() for line in lines[1:]}
+    if b"content-length" in names and b"transfer-encoding" in names:
+        return 400
+    return None
+
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose headers are late."""
+    """uvicorn's h11 protocol, closing a connection whose headers are late, too large or
+    ambiguous."""
 
     header_timeout_s = 10.0
+    max_header_bytes = 16384
+    max_headers = 100
     _header_timer: asyncio.TimerHandle | None = None
+    _head: bytes = b""
 
     def _arm(self) -> None:
         self._disarm()
@@ -51,9 +80,40 @@ class GuardedH11Protocol(H11Protocol):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE and not self._head_allowed(data):
+            return
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._disarm()
+            self._head = b""
+
+    def _head_allowed(self, data: bytes) -> bool:
+        """Reads the head as it arrives; false when it was refused."""
+        seen = self._head + data
+        end = seen.find(b"\n\r\n")
+        bare = seen.find(b"\n\n")
+        ends = [i for i in (end, bare) if i >= 0]
+        if not ends:
+            if len(seen) > self.max_header_bytes:
+                return self._refuse(431)
+            self._head = seen
+            return True
+        head = seen[: min(ends) + 1]
+        status = 431 if len(head) > self.max_header_bytes else head_problem(head, self.max_headers)
+        if status is not None:
+            return self._refuse(status)
+        self._head = b""
+        return True
+
+    def _refuse(self, status: int) -> bool:
+        self._head = b""
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.write(
+                _REFUSALS[status] + b"content-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            self.transport.close()
+        return False
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -64,8 +124,13 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
-def protocol(header_timeout_s: float) -> type[GuardedH11Protocol]:
-    return type("Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
+def protocol(http: HttpSettings) -> type[GuardedH11Protocol]:
+    bounds = {
+        "header_timeout_s": http.header_timeout_s,
+        "max_header_bytes": http.max_header_bytes,
+        "max_headers": http.max_headers,
+    }
+    return type("Protocol", (GuardedH11Protocol,), bounds)
 
 
 class _Server(uvicorn.Server):
@@ -105,7 +170,7 @@ def serve(
         log_config=None,
         # RequestGuard writes one JSON line per request, with more in it.
         access_log=False,
-        http=protocol(http.header_timeout_s),
+        http=protocol(http),
         timeout_keep_alive=max(1, round(http.keep_alive_s)),
         h11_max_incomplete_event_size=http.max_header_bytes,
     )

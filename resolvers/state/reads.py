@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Hashable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from openrl_inspect.core.domain import OpHealth, SessionState
@@ -57,8 +58,17 @@ def _step_number(score: float) -> int:
 # -- root lookups -------------------------------------------------------------------------
 
 
-async def _by_id(kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R:
-    rec = await loader.load(_check_id(kind, ident))
+async def _by_id(ctx: Context, kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R:
+    """The record, or NOT_FOUND. Scope before decode: a viewer asking for a record that
+    cannot be read gets NOT_FOUND, as for an unknown id, since whose it is (its owner,
+    session or model) is inside what cannot be decoded; only an operator learns it is
+    unreadable (BAD_RECORD)."""
+    try:
+        rec = await loader.load(_check_id(kind, ident))
+    except BadRecord:
+        if scope.sees_everything(ctx):
+            raise
+        raise NotFound(kind, ident) from None
     if rec is None:
         raise NotFound(kind, ident)
     return rec
@@ -68,29 +78,39 @@ async def _by_id(kind: str, ident: str, loader: BatchLoader[str, R | None]) -> R
 
 
 async def session(ctx: Context, sid: str) -> SessionRecord:
-    rec = await _by_id("session", sid, ctx.state.sessions)
+    rec = await _by_id(ctx, "session", sid, ctx.state.sessions)
     if not scope.session_visible(ctx, rec):
         raise NotFound("session", sid)
     return rec
 
 
 async def model(ctx: Context, mid: str) -> ModelRecord:
-    rec = await _by_id("model", mid, ctx.state.models)
+    rec = await _by_id(ctx, "model", mid, ctx.state.models)
     if not await scope.model_visible(ctx, rec):
         raise NotFound("model", mid)
     return rec
 
 
 async def worker(ctx: Context, wid: str) -> WorkerRecord:
-    rec = await _by_id("worker", wid, ctx.state.workers)
+    rec = await _by_id(ctx, "worker", wid, ctx.state.workers)
     if not await scope.model_id_visible(ctx, rec.model_id):
         raise NotFound("worker", wid)
     return rec
 
 
 async def op(ctx: Context, oid: str) -> OpRecord:
+    # The op's model comes from the index, before the op's record is decoded: an op of a
+    # model out of scope is NOT_FOUND whether its record can be read or not.
     mid = await ctx.state.op_models.load(_check_id("op", oid))
-    rec = await ctx.state.ops.load((mid, oid)) if mid else None
+    if not mid or not await scope.model_id_visible(ctx, mid):
+        raise NotFound("op", oid)
+    try:
+        rec = await ctx.state.ops.load((mid, oid))
+    except BadRecord as exc:
+        if scope.sees_everything(ctx):
+            raise
+        # The viewer's own op: said unreadable, without what was stored.
+        raise BadRecord("op", oid, "a stored field is not valid") from exc
     if rec is None or not await scope.model_id_visible(ctx, rec.model_id):
         raise NotFound("op", oid)
     return rec
@@ -246,8 +266,23 @@ async def open_ops(ctx: Context, mid: str, first: int | None, after: str | None)
 async def model_workers(
     ctx: Context, mid: str, first: int | None, after: str | None
 ) -> Paged[WorkerRecord]:
+    """The workers that heartbeat for the model. A worker is shown as it is now, so to a
+    viewer only while the model it serves now is in scope: one that moved on to another
+    owner's model is left out here as by ``worker(id:)`` and ``Op.worker`` (its pod,
+    node and payload are the other owner's now). A record that cannot be read is left
+    out for a viewer too (whose it is cannot be known)."""
     ref = ListRef("model_workers", (mid,))
-    return await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
+    page = await paged(ctx, ref, first, after, lambda ps: _each(ctx.state.workers, _ids(ps)))
+    if scope.sees_everything(ctx):
+        return page
+    serving = [r.model_id for _, r in page.items if isinstance(r, WorkerRecord)]
+    seen = await scope.visible_model_ids(ctx, serving)
+    kept = [
+        (at, r)
+        for at, r in page.items
+        if isinstance(r, WorkerRecord) and (r.model_id or "") in seen
+    ]
+    return replace(page, items=kept, total=page.total - (len(page.items) - len(kept)))
 
 
 async def workers(ctx: Context, first: int | None, after: str | None) -> Paged[WorkerRecord]:

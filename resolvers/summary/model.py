@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from openrl_inspect.core.domain import WAITING_STATES, OpHealth, OpStatus, Verdict
 from openrl_inspect.core.errors import BadRecord
+from openrl_inspect.resolvers import pacing
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Diagnosis, diagnose, pace
 from openrl_inspect.resolvers.diagnosis.evidence import ModelEvidence, StateEvidence, Thresholds
@@ -207,7 +208,8 @@ async def judged(ctx: Context, rec: ModelRecord, window_steps: int) -> ModelSumm
         ctx, summary_evidence.gpu_uuids([w for w, _ in evidence.state.workers], kube)
     )
     evidence = replace(evidence, kube=kube, duty=duty, sampling=sampling, events_log=events_log)
-    return summarise(ctx, evidence, open_total)
+    # The judgement is CPU work: off the event loop (resolvers.pacing).
+    return await pacing.off_loop(summarise, ctx, evidence, open_total)
 
 
 async def _state(ctx: Context, rec: ModelRecord, window_steps: int) -> tuple[ModelEvidence, int]:

@@ -330,3 +330,56 @@ async def test_keys_from_a_local_http_server(tmp_path: Path, es: SigningKey) -> 
             )
     assert ok.status_code == 200 and bad.status_code == 401
     assert seen == ["/iap/verify/public_key-jwk"]
+
+
+# -- issue 25: the edges of a token ---------------------------------------------------------
+
+
+def test_weak_rsa_keys_are_not_taken_from_the_jwks() -> None:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    short = SigningKey("short", "RS256", rsa.generate_private_key(65537, 1024))
+    tiny_e = SigningKey("tiny-e", "RS256", rsa.generate_private_key(3, 2048))
+    good = SigningKey.rs256("good")
+    keys = parse_jwks(jwks(short, tiny_e, good), ("RS256",), "test")
+    assert set(keys) == {"good"}
+
+
+@pytest.mark.parametrize(
+    ("claims", "expected"),
+    [
+        ({"exp": int(time.time()) + 10 * 365 * 86400}, "too_long"),
+        ({"exp": str(int(time.time()) + 600)}, "bad_claim"),
+        ({"iat": str(int(time.time()) - 5)}, "bad_claim"),
+        ({"nbf": str(int(time.time()) - 5)}, "bad_claim"),
+    ],
+)
+async def test_times_are_numbers_and_lifetimes_bounded(
+    tmp_path: Path, es: SigningKey, claims: dict[str, Any], expected: str
+) -> None:
+    verifier = file_verifier(tmp_path, es, max_lifetime_s=3600)
+    assert await reason(verifier, {IAP_HEADER: es.sign(iap_claims(**claims))}) == expected
+
+
+async def test_a_name_is_compared_exactly_never_trimmed(tmp_path: Path, es: SigningKey) -> None:
+    verifier = file_verifier(tmp_path, es, operators=("ops@example.com",))
+    spaced = es.sign(iap_claims("ops@example.com "))
+    assert await reason(verifier, {IAP_HEADER: spaced}) == "bad_name"
+    exact = await verifier.authenticate(
+        Headers({IAP_HEADER: es.sign(iap_claims("ops@example.com"))})
+    )
+    assert exact.role == Role.OPERATOR
+    # NFC: a name written with a combining accent is the same name as the composed one.
+    composed = "jos\u00e9@example.com"
+    verifier = file_verifier(tmp_path, es, operators=(composed,))
+    decomposed = es.sign(iap_claims("jose\u0301@example.com"))
+    assert (await verifier.authenticate(Headers({IAP_HEADER: decomposed}))).role == Role.OPERATOR
+
+
+async def test_two_assertion_headers_are_refused(tmp_path: Path, es: SigningKey) -> None:
+    verifier = file_verifier(tmp_path, es)
+    one, other = es.sign(iap_claims("alice@example.com")), es.sign(iap_claims("bob@example.com"))
+    raw = [(IAP_HEADER.encode(), one.encode()), (IAP_HEADER.encode(), other.encode())]
+    with pytest.raises(Unauthenticated) as caught:
+        await verifier.authenticate(Headers(raw=raw))
+    assert caught.value.reason == "duplicate_header"

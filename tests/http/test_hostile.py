@@ -246,3 +246,19 @@ async def test_hostile_shapes_are_refused_or_answered_with_codes(
 ) -> None:
     resp = await client.post(GRAPHQL, json={"query": query})
     assert not _problems(query[:60], resp), resp.text[:400]
+
+
+# Computed-field fan-out (issue 25): each looked cheap to a cost that counted pages only.
+FAN_OUTS = [
+    "{ sessions(first: 8) { nodes { models(first: 100) { nodes { id session { summary(worst: 1) { models } } } } } } }",
+    "{ " + " ".join(f"a{i}: sessions(first: 100) {{ nodes {{ summary(worst: 20) {{ models }} }} }}" for i in range(30)) + " }",
+    "{ " + " ".join(f"t{i}: __typename" for i in range(1300)) + " }",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("query", FAN_OUTS)
+async def test_computed_field_fan_out_is_refused_by_its_cost(
+    client: httpx.AsyncClient, query: str
+) -> None:
+    resp = await client.post(GRAPHQL, json={"query": query})
+    assert resp.json()["errors"][0]["extensions"]["code"] == "QUERY_TOO_COSTLY", resp.text[:300]

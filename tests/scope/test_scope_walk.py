@@ -4,7 +4,9 @@ The walk (``walk.queries``) covers every root field and every path below it to d
 with the ids of both owners as arguments, over the demo world (OpenRL's state, and the
 Kubernetes, Prometheus and Cloud Logging twins). Every answer, errors included, is
 searched for the other owners' session, model, worker, op and pod ids, owner names and
-client hosts. Lookups out of scope answer exactly as unknown ids.
+client hosts. The world also holds one of alice's workers moved on to another owner's
+model, and another owner's model that cannot be read (its stored value is a marker too).
+Lookups out of scope answer exactly as unknown ids.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.recorder import AsyncRecorder, RecorderSettings
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig, Simulation, populate
+from openrl_inspect.state import keys
 from openrl_inspect.web.app import PREFIX, create_app
 from openrl_inspect.web.health import HealthSettings
 from scope.walk import leaks, queries
@@ -77,7 +80,23 @@ async def world() -> World:
     mine = {sid for sid, o in owner.items() if o == OWNER}
     theirs = set(owner) - mine
     assert mine and theirs, owner
-    return World(sim, backends, _marks(sim, mine, owner), _marks(sim, theirs, owner))
+    world = World(sim, backends, _marks(sim, mine, owner), _marks(sim, theirs, owner))
+    await _hostile(world, rec, client, now)
+    return world
+
+
+async def _hostile(world: World, rec: AsyncRecorder, client: Any, now: float) -> None:
+    """What the plain world lacks: one of alice's workers moved on to another owner's
+    model (its new pod and payload are theirs), and records of another owner that
+    cannot be read, holding values that must not come back."""
+    their_models = sorted(world.theirs["models"])
+    moved = sorted(world.mine["workers"])[0]
+    rec.heartbeat(moved, "trainer", "pod-moved-x", "node-moved-x", their_models[0],
+                  ["GPU-moved-x"], {"note": "payload-moved-x"}, at=now)  # fmt: skip
+    await rec.flush()
+    world.theirs["pods"] |= {"pod-moved-x", "payload-moved-x"}
+    await client.hset(keys.model(their_models[-1]), "state", "STORED-SECRET-STATE")
+    world.theirs["stored"] = {"STORED-SECRET-STATE"}
 
 
 def _marks(sim: Simulation, sessions: set[str], owner: dict[str, str]) -> dict[str, set[str]]:

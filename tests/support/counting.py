@@ -6,15 +6,19 @@ from typing import Any
 
 from openrl_inspect.adapters.redis import RedisStateStore
 
-CALLS = ("pages", "sessions", "models", "steps", "ops", "op_models", "workers", "placements")
+CALLS = (
+    "pages", "sessions", "models", "steps", "ops", "op_models", "workers", "placements", "rollups",
+)  # fmt: skip
 
 
 class CountingStore:
-    """Wraps a ``RedisStateStore``; ``calls`` counts the reads made through it."""
+    """Wraps a ``RedisStateStore``; ``calls`` counts the reads made through it, and
+    ``records`` what they read (the keys asked for, a page's entries)."""
 
     def __init__(self, store: RedisStateStore, delay_s: float = 0.0) -> None:
         self._store = store
         self.calls = 0
+        self.records = 0
         self.delay_s = delay_s
 
     def __getattr__(self, name: str) -> Any:
@@ -28,6 +32,10 @@ class CountingStore:
                 import asyncio
 
                 await asyncio.sleep(self.delay_s)
-            return await target(*args, **kwargs)
+            out = await target(*args, **kwargs)
+            self.records += len(args[0]) if args else 1
+            if name == "pages":
+                self.records += sum(len(getattr(page, "items", ())) for page in out)
+            return out
 
         return counted
