@@ -98,7 +98,13 @@ WEIGHTS: dict[str, Weigh] = {
     # Every model of one page of the session, judged.
     "Session.summary": lambda a, lim: lim.max_page * JUDGED_MODEL,
     "Model.summary": lambda a, lim: JUDGED_MODEL,
-    "Query.attention": lambda a, lim: ATTENTION_STATES * _arg(a, "scan", lim) * JUDGED_MODEL,
+    # Every live model is looked at; the quiet and recently failed ones are judged, read
+    # from the live index (a page of each state is the usual share).
+    "Query.attention": lambda a, lim: ATTENTION_STATES * lim.max_page * JUDGED_MODEL,
+    # A timeline reads its four sources (Redis, Kubernetes or the events log, Prometheus,
+    # Cloud Logging); a session's merges its newest ten models'.
+    "Model.timeline": lambda a, lim: 4 * LOG_QUERY,
+    "Session.timeline": lambda a, lim: 10 * 4 * LOG_QUERY,
     # A session's GPU activity reads one page of its models and their GPUs' series.
     "Session.gpuActivity": lambda a, lim: lim.max_page * SERIES,
     "Model.gpuActivity": lambda a, lim: SERIES,
