@@ -82,3 +82,31 @@ def test_attention_pages_on_and_says_how_many_more_need_a_person() -> None:
         after = found.end_cursor
     assert [r for _, r, _ in pages] == [3, 1, 0]
     assert sorted(m for ids, _, _ in pages for m in ids) == [f"w{i}" for i in range(5)]
+
+
+def test_the_demos_slow_model_is_on_the_list() -> None:
+    """The demo's slow model, its slowdown in its last steps, is judged SLOW and listed: it
+    is quiet past the heartbeat timeout between the demo's stagings. (A model that keeps
+    moving slowly, never quiet, is not judged by attention: see the note of issue 29.)"""
+    from openrl_inspect.recorder import AsyncRecorder
+    from openrl_inspect.simulator import SimConfig, Simulation, populate
+
+    server = fakeredis.FakeServer()
+    writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    sim = Simulation(SimConfig(seed=7), AsyncRecorder(writer, batch_size=1 << 30))
+    now = time.time()
+    populate(sim, now)
+
+    async def needing() -> dict[str, Verdict]:
+        await sim.rec.flush()  # type: ignore[attr-defined]
+        ctx = Context.build(Backends(state=RedisStateStore.in_memory(server)))
+        ctx.now = now + 60
+        found, after, out = None, None, {}
+        while found is None or found.has_next:
+            found = await rollup.attention(ctx, rollup.MAX_WORST, after)
+            out |= {s.model.id: s.verdict for s in found.models}
+            after = found.end_cursor
+        return out
+
+    judged = asyncio.run(needing())
+    assert judged.get(sim.scenario_ids["trainer_slow"]) == Verdict.SLOW
