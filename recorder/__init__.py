@@ -17,9 +17,10 @@ writes what is left within its deadline. ``AsyncRecorder``'s ``flush`` and ``clo
 are awaited: they wait for the thread from a worker thread, never on the caller's loop.
 
 **Parts** (private modules, composed): ``_buffer`` (the bounded buffer, the drop
-policy, exact counters), ``_writes`` (the table of kind -> key writes) over ``_batch``
-(write combining), ``_rollup`` and ``_scripts`` (the server-side scripts), ``_flow``
-(taking, compiling and settling batches), ``_status`` (counters and heartbeat),
+policy, exact counters), ``_writes`` (the table of kind -> key writes; ``_entries``
+writes the records that add a list entry, ``_vocabulary`` checks enumerated arguments)
+over ``_batch`` (write combining), ``_rollup`` and ``_scripts`` (the server-side
+scripts), ``_flow`` (taking, compiling and settling batches), ``_status`` (counters and heartbeat),
 ``_calls`` (the record methods), ``_send`` (one pipeline), ``_flusher`` (the thread),
 ``_recorders`` (the two recorders); ``_reindex`` builds the model indexes for data
 written before them (``openrl-inspect reindex``).

@@ -16,7 +16,7 @@ it meets. The indexes are declared complete last.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from openrl_inspect.core.domain import TERMINAL_STATES
@@ -93,10 +93,7 @@ def reindex_with(settings: RecorderSettings) -> ReindexReport:
 
 def reindex(client: Any) -> ReindexReport:
     """Build the model indexes from what is stored, then declare them complete."""
-    state_of: dict[str, tuple[str, float]] = {}
-    for name in keys.MODEL_STATES:
-        for mid, at in _whole(client, keys.models_in_state(name)):
-            state_of[mid] = (str(name), at)
+    state_of = _stored_states(client)
     mids = sorted(state_of)
     fields = _read(
         client,
@@ -107,10 +104,60 @@ def reindex(client: Any) -> ReindexReport:
     owners_raw = _read(client, sessions, lambda pipe, sid: pipe.hget(keys.session(sid), "owner"))
     owner_of = {sid: o for sid, raw in zip(sessions, owners_raw, strict=True) if (o := _text(raw))}
 
-    by_owner: dict[str, dict[str, float]] = {}
-    by_base: dict[str, dict[str, float]] = {}
-    live: list[tuple[str, float]] = []
-    without_owner = 0
+    found = _indexes_of(mids, fields, state_of, owner_of)
+    _write(client, found.commands())
+    pruning = _pruning(client, found, state_of)
+    _write(client, pruning)
+    client.set(keys.INDEXES_KEY, str(keys.INDEXES_VERSION))
+    return ReindexReport(
+        models=len(mids),
+        owners=len(found.by_owner),
+        base_models=len(found.by_base),
+        live=len(found.live),
+        without_owner=found.without_owner,
+        pruned=sum(len(c) - 2 for c in pruning),
+    )
+
+
+def _stored_states(client: Any) -> dict[str, tuple[str, float]]:
+    """Every model in a state index: its state and when it entered it."""
+    state_of: dict[str, tuple[str, float]] = {}
+    for name in keys.MODEL_STATES:
+        for mid, at in _whole(client, keys.models_in_state(name)):
+            state_of[mid] = (str(name), at)
+    return state_of
+
+
+@dataclass
+class _Indexes:
+    """The index entries the stored models call for."""
+
+    by_owner: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_base: dict[str, dict[str, float]] = field(default_factory=dict)
+    live: list[tuple[str, float]] = field(default_factory=list)
+    without_owner: int = 0
+
+    def commands(self) -> list[tuple[Any, ...]]:
+        """The ZADDs that write these entries (live ones only moving forward: ``GT``)."""
+        commands: list[tuple[Any, ...]] = []
+        for owner, members in self.by_owner.items():
+            commands += _zadds(keys.models_of_owner(owner), list(members.items()))
+        for base, members in self.by_base.items():
+            commands += _zadds(keys.models_of_base(base), list(members.items()))
+        for part in _chunks(self.live):
+            commands.append(("ZADD", keys.MODELS_LIVE, "GT", *_flat(part)))
+        return commands
+
+
+def _indexes_of(
+    mids: Sequence[str],
+    fields: Sequence[Any],
+    state_of: dict[str, tuple[str, float]],
+    owner_of: dict[str, str],
+) -> _Indexes:
+    """Each model's owner, base-model and live entries, from its record's fields (session,
+    base model, creation time; the time it entered its state when that is unreadable)."""
+    found = _Indexes()
     for mid, (sid_raw, base_raw, created_raw) in zip(mids, fields, strict=True):
         state, at = state_of[mid]
         try:
@@ -119,44 +166,32 @@ def reindex(client: Any) -> ReindexReport:
             created = at
         owner = owner_of.get(_text(sid_raw) or "")
         if owner is None:
-            without_owner += 1
+            found.without_owner += 1
         else:
-            by_owner.setdefault(owner, {})[mid] = created
+            found.by_owner.setdefault(owner, {})[mid] = created
         base = _text(base_raw)
         if base:
-            by_base.setdefault(base, {})[mid] = created
+            found.by_base.setdefault(base, {})[mid] = created
         if state not in TERMINAL_STATES:
-            live.append((mid, at))
+            found.live.append((mid, at))
+    return found
 
-    commands: list[tuple[Any, ...]] = []
-    for owner, members in by_owner.items():
-        commands += _zadds(keys.models_of_owner(owner), list(members.items()))
-    for base, members in by_base.items():
-        commands += _zadds(keys.models_of_base(base), list(members.items()))
-    for part in _chunks(live):
-        commands.append(("ZADD", keys.MODELS_LIVE, "GT", *_flat(part)))
-    _write(client, commands)
 
-    # Entries of models stored no more (and live entries of models no longer live).
-    index_keys = [keys.models_of_owner(o) for o in by_owner] + [
-        keys.models_of_base(b) for b in by_base
+def _pruning(
+    client: Any, found: _Indexes, state_of: dict[str, tuple[str, float]]
+) -> list[tuple[Any, ...]]:
+    """The ZREMs of entries of models stored no more (and live entries of models no
+    longer live), in the indexes this pass met."""
+    index_keys = [keys.models_of_owner(o) for o in found.by_owner] + [
+        keys.models_of_base(b) for b in found.by_base
     ]
-    live_now = {mid for mid, _ in live}
+    live_now = {mid for mid, _ in found.live}
     pruning: list[tuple[Any, ...]] = []
     for key in [*index_keys, keys.MODELS_LIVE]:
         keep = live_now if key == keys.MODELS_LIVE else state_of
         gone = [m for m, _ in _whole(client, key) if m not in keep]
         pruning += [("ZREM", key, *part) for part in _chunks(gone)]
-    _write(client, pruning)
-    client.set(keys.INDEXES_KEY, str(keys.INDEXES_VERSION))
-    return ReindexReport(
-        models=len(mids),
-        owners=len(by_owner),
-        base_models=len(by_base),
-        live=len(live),
-        without_owner=without_owner,
-        pruned=sum(len(c) - 2 for c in pruning),
-    )
+    return pruning
 
 
 def _flat(pairs: Iterable[tuple[str, float]]) -> list[Any]:

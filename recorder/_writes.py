@@ -16,33 +16,22 @@ models and closed sessions get TTLs, steps past the per-model cap are trimmed, c
 sorted sets keep their newest entries, global indexes drop entries older than their
 retention. Hash values use the one record encoding, ``state.records.encode``.
 
-Enumerated arguments are checked against the domain's vocabularies here (a model's
-state, an op's status, a log level): a value the reader would refuse raises, and the
-flow counts that record alone as dropped (``invalid``), so the writer never stores what
-the reader cannot decode.
+Enumerated arguments are checked against the domain's vocabularies (``_vocabulary``).
+The records that add a list entry (sampler batches, client logs) are in ``_entries``.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from openrl_inspect.core.domain import TERMINAL_STATES, ModelState, OpStatus, SessionState
 from openrl_inspect.recorder._batch import Batch
+from openrl_inspect.recorder._entries import client_log, sampler_batch
 from openrl_inspect.recorder._scripts import EXPIRE_MODEL, TRIM_STEPS, model_prefix
+from openrl_inspect.recorder._vocabulary import OP_STATUSES, allowed
 from openrl_inspect.state import keys, rollup
 from openrl_inspect.state.records import dumps, encode
-
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-OP_STATUSES = frozenset(OpStatus)
-
-
-def allowed(name: str, value: object, vocabulary: Collection[str]) -> None:
-    """Refuse ``value`` unless it is one of ``vocabulary`` (the record is dropped, invalid)."""
-    if value not in vocabulary:
-        raise ValueError(f"unknown {name} {value!r}")
-
 
 # -- records ---------------------------------------------------------------------------------
 
@@ -312,79 +301,6 @@ def placement_admitted(
 
 def placement_released(b: Batch, mid: str, pid: str, at: float) -> None:
     b.hset1(keys.placement(mid, pid), "released_at", repr(at))
-
-
-def sampler_batch(
-    b: Batch,
-    mid: str,
-    batch_size: int,
-    prompt_tokens: int,
-    generated_tokens: int,
-    latency_s: float,
-    queue_depth: int,
-    worker_id: str | None,
-    op_id: str | None,
-    at: float,
-) -> None:
-    wid = worker_id or b.worker_id
-    entry: dict[str, Any] = {
-        "id": b.record_id(),
-        "t": at,
-        "batch_size": batch_size,
-        "prompt_tokens": prompt_tokens,
-        "generated_tokens": generated_tokens,
-        "latency_s": latency_s,
-        "queue_depth": queue_depth,
-    }
-    if wid is not None:
-        entry["worker"] = wid
-        b.zadd(keys.model_workers(mid), wid, at)
-    if op_id is not None:
-        entry["op_id"] = op_id
-    key = keys.sampler_batches(mid)
-    b.zadd(key, dumps(entry), at)
-    b.trim_rank(key, b.r.max_sampler_batches_per_model)
-
-
-# A level number counts as the highest standard level at or below it (25: INFO).
-_LEVEL_FLOORS = tuple((logging.getLevelName(name), name) for name in reversed(LOG_LEVELS))
-
-
-def level_name(level: str | int) -> str:
-    """``logging`` levels (numbers, or names in any case) as one of ``LOG_LEVELS``."""
-    if isinstance(level, int):
-        return next((name for floor, name in _LEVEL_FLOORS if level >= floor), "DEBUG")
-    upper = str(level).upper()
-    name = "WARNING" if upper == "WARN" else upper
-    allowed("log level", name, LOG_LEVELS)
-    return name
-
-
-def client_log(
-    b: Batch,
-    mid: str,
-    level: str | int,
-    message: str,
-    fields: Mapping[str, Any] | None,
-    at: float,
-) -> None:
-    cap = b.r.max_log_message_chars
-    msg = str(message)
-    entry: dict[str, Any] = {
-        "id": b.record_id(),
-        "t": at,
-        "level": level_name(level),
-        "msg": msg[:cap],
-    }
-    if len(msg) > cap:
-        entry["truncated"] = True
-    if fields:
-        entry["fields"] = dict(fields)
-    if b.worker_id is not None:
-        entry["worker"] = b.worker_id
-    key = keys.logs(mid)
-    b.zadd(key, dumps(entry), at)
-    b.trim_rank(key, b.r.max_logs_per_model)
 
 
 Write = Callable[..., None]

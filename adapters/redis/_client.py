@@ -84,6 +84,10 @@ class Pipe(Protocol):
     def __getattr__(self, name: str) -> Any: ...
 
 
+# A store's way to run one round trip: queue commands on a pipeline, get their answers.
+Run = Callable[[Callable[[Pipe], None]], Awaitable[list[Any]]]
+
+
 class RoundTrips:
     """Counts network round trips: one per pipeline or single command executed."""
 

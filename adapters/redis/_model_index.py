@@ -10,17 +10,15 @@ command names one key, so a Cluster runs them wherever each key lives.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from openrl_inspect.adapters.redis._client import Pipe
+from openrl_inspect.adapters.redis._client import Pipe, Run
 from openrl_inspect.core.domain import ModelState
 from openrl_inspect.core.errors import InvalidInput
 from openrl_inspect.state import keys
 from openrl_inspect.state.filters import MAX_CANDIDATES, LiveAsk, LiveModels, ModelQuery, after
 from openrl_inspect.state.paging import Page, Position
-
-Run = Callable[[Callable[[Pipe], None]], Awaitable[list[Any]]]
 
 
 def _dimensions(q: ModelQuery) -> list[list[str]]:

@@ -26,6 +26,7 @@ from openrl_inspect.adapters.redis._client import (
     run,
 )
 from openrl_inspect.adapters.redis._model_index import decode_live, filtered, queue_live
+from openrl_inspect.adapters.redis._pages import read_pages, score_pairs
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
 from openrl_inspect.core.errors import (
     BackendProtocolError,
@@ -37,7 +38,7 @@ from openrl_inspect.core.errors import (
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
-from openrl_inspect.state.paging import ListRef, Page, PageRequest, Position
+from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
     OpRecord,
@@ -52,9 +53,6 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
     from redis.asyncio.cluster import RedisCluster
 
-# Extra members fetched past a page so that items sharing the cursor's score can be
-# skipped without a second round trip; more ties than this cost one more trip.
-_TIE_SLACK = 32
 _VERSION_CHECK_EVERY_S = 10.0
 _NOT_BUILT = (
     "the model indexes are not built for data written before them; "
@@ -98,35 +96,6 @@ class StateStore(Protocol):
     async def indexes_built(self) -> bool: ...
 
     async def live_models(self, ask: LiveAsk) -> LiveModels: ...
-
-
-def list_key(ref: ListRef) -> str:
-    """The sorted set behind a ``ListRef``."""
-    kind, owner = ref.kind, ref.owner
-    if kind == "sessions":
-        return keys.SESSIONS_LIVE if owner == ("live",) else keys.SESSIONS_CLOSED
-    if kind == "models_in_state":
-        return keys.models_in_state(owner[0])
-    if kind == "session_models":
-        return keys.session_models(owner[0])
-    if kind == "steps":
-        return keys.steps(owner[0])
-    if kind == "step_ops":
-        return keys.step_ops(owner[0], int(owner[1]))
-    if kind == "open_ops":
-        return keys.open_ops(owner[0])
-    if kind == "model_workers":
-        return keys.model_workers(owner[0])
-    if kind == "placements":
-        return keys.placements(owner[0])
-    if kind == "workers":
-        return keys.WORKERS
-    raise ValueError(f"unknown list kind {kind!r}")
-
-
-def _pairs(raw: Any) -> list[tuple[str, float]]:
-    # RESP3 answers WITHSCORES as [member, score] lists, RESP2 as tuples.
-    return [(str(m), float(s)) for m, s in raw]
 
 
 class RedisStateStore:
@@ -240,32 +209,7 @@ class RedisStateStore:
         return decode_live(raw)
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
-        def build(pipe: Pipe) -> None:
-            for req in requests:
-                _queue_page(pipe, req=req, offset=0)
-
-        raw = await self._run(build)
-        pages: list[Page] = []
-        for i, req in enumerate(requests):
-            fetched = _pairs(raw[2 * i])
-            total = int(raw[2 * i + 1])
-            pages.append(await self._finish_page(req, fetched, total))
-        return pages
-
-    async def _finish_page(
-        self, req: PageRequest, fetched: list[tuple[str, float]], total: int
-    ) -> Page:
-        want = req.first + 1
-        items = _after(req, fetched)
-        offset = 0
-        # Only when more than _TIE_SLACK members share the cursor's score: walk on.
-        while len(items) < want and len(fetched) == req.first + 1 + _TIE_SLACK + offset:
-            offset = len(fetched)
-            more = await self._run(partial(_queue_page, req=req, offset=offset))
-            fetched = fetched + _pairs(more[0])
-            items = _after(req, fetched)
-        page_items = [Position(score, member) for member, score in items[: req.first]]
-        return Page(items=page_items, total=total, has_next=len(items) > req.first)
+        return await read_pages(self._run, requests)
 
     # -- records ---------------------------------------------------------------------
 
@@ -298,7 +242,7 @@ class RedisStateStore:
             if isinstance(latest, Exception) or isinstance(kept, Exception):
                 out.append(BadRecord("model", mid, "its steps index has the wrong type"))
                 continue
-            pairs = _pairs(latest)
+            pairs = score_pairs(latest)
             latest_step = pairs[0][1] if pairs else None
 
             def make(h: dict[str, str], n: float | None = latest_step, k: int = int(kept)) -> Any:
@@ -371,29 +315,6 @@ class RedisStateStore:
         two commands a model, one round trip for the batch."""
         raw = await self._run_records(partial(queue_rollups, requests=requests))
         return decode_rollups(requests, raw)
-
-
-def _queue_page(pipe: Pipe, *, req: PageRequest, offset: int) -> None:
-    key = list_key(req.list)
-    count = req.first + 1 + _TIE_SLACK
-    if req.newest_first:
-        top: str | float = req.after.score if req.after else "+inf"
-        pipe.zrevrangebyscore(key, top, "-inf", start=offset, num=count, withscores=True)
-    else:
-        bottom: str | float = req.after.score if req.after else "-inf"
-        pipe.zrangebyscore(key, bottom, "+inf", start=offset, num=count, withscores=True)
-    if offset == 0:
-        pipe.zcard(key)
-
-
-def _after(req: PageRequest, fetched: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Drop what sorts at or before the cursor; members with equal scores sort by name."""
-    pos = req.after
-    if pos is None:
-        return fetched
-    if req.newest_first:
-        return [(m, s) for m, s in fetched if s < pos.score or (s == pos.score and m < pos.member)]
-    return [(m, s) for m, s in fetched if s > pos.score or (s == pos.score and m > pos.member)]
 
 
 def _hgetall(pipe: Pipe, key: str) -> Any:

@@ -8,12 +8,8 @@ import asyncio
 from openrl_inspect.adapters.kubernetes import GpuDevice, ObjectKey, PodRecord, WorkloadRecord
 from openrl_inspect.core.domain import WAITING_STATES
 from openrl_inspect.loaders.kubernetes import WorkloadPage
-from openrl_inspect.resolvers.cluster.reads import (
-    PER_OBJECT,
-    QUEUE_PEERS,
-    valid_dns_label,
-    valid_dns_name,
-)
+from openrl_inspect.resolvers.cluster.names import valid_dns_label, valid_dns_name
+from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, QUEUE_PEERS
 from openrl_inspect.resolvers.cluster.wait_reasons import WaitReason
 from openrl_inspect.resolvers.cluster.waiting import why_waiting
 from openrl_inspect.resolvers.context import Context

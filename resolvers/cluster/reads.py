@@ -4,13 +4,12 @@ Live state comes from Kubernetes (the watch cache, through ``ctx.kube`` loaders)
 history of placements from Redis (``ctx.state``). Lists are ``LivePage``s: a page of
 records with cursors, ``truncated`` when more exist, ``degraded`` when the watch cache
 was not in sync for the kinds it needed. The live fields of the Redis types are in
-``cluster_model``, capacity in ``cluster_capacity``.
+``cluster_model``, capacity in ``cluster_capacity``, the checks of names in ``names``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
@@ -32,6 +31,12 @@ from openrl_inspect.core.errors import InvalidInput, NotFound
 from openrl_inspect.loaders.batch import BatchLoader
 from openrl_inspect.loaders.kubernetes import GpuPage, NodePage, PodPage, WorkloadPage
 from openrl_inspect.resolvers import scope
+from openrl_inspect.resolvers.cluster.names import (
+    check_device_id,
+    check_model_id,
+    check_name,
+    check_namespace,
+)
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import page_size
 from openrl_inspect.resolvers.state import reads as state_reads
@@ -45,10 +50,6 @@ Owned = TypeVar("Owned", PodRecord, WorkloadRecord)
 PER_OBJECT = 256  # claims of a pod, claims of a device, pods/workloads of a model
 PER_NODE = 1024  # pods on one node, for its capacity when the views lag its Node
 QUEUE_PEERS = 1000  # Workloads of a namespace, for a position in the queue
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-_DEVICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
 # -- pages and cursors --------------------------------------------------------------------
@@ -101,43 +102,6 @@ def _gpu_parts(g: GpuDevice) -> list[str]:
 
 def _object_after(kind: str, after: str | None) -> ObjectKey | None:
     return None if after is None else ObjectKey(*decode_cursor(kind, after, 2))
-
-
-# -- input checks ---------------------------------------------------------------------------
-
-
-def valid_dns_label(value: str) -> bool:
-    """A namespace (RFC 1123 label)."""
-    return bool(_DNS_LABEL.match(value))
-
-
-def valid_dns_name(value: str) -> bool:
-    """A pod or node name (RFC 1123 subdomain)."""
-    return bool(_DNS_NAME.match(value))
-
-
-def check_namespace(value: str) -> str:
-    if not _DNS_LABEL.match(value):
-        raise InvalidInput(f"namespace {value[:80]!r} is not a valid namespace")
-    return value
-
-
-def check_name(kind: str, value: str) -> str:
-    if not _DNS_NAME.match(value):
-        raise InvalidInput(f"{kind} name {value[:80]!r} is not a valid name")
-    return value
-
-
-def check_model_id(value: str) -> str:
-    if not valid_id(value):
-        raise InvalidInput(f"model id {value[:80]!r} is not a valid id")
-    return value
-
-
-def check_device_id(value: str) -> str:
-    if not _DEVICE_ID.match(value):
-        raise InvalidInput(f"GPU id {value[:80]!r} is not a valid device id")
-    return value
 
 
 # -- status -----------------------------------------------------------------------------------

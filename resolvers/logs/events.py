@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from openrl_inspect.adapters.kubernetes import Listing, PodRecord, Regarding, WorkloadRecord
 from openrl_inspect.adapters.logs import MAX_EVENT_OBJECTS
 from openrl_inspect.core.errors import BackendError
-from openrl_inspect.resolvers.cluster.reads import PER_OBJECT, valid_dns_label, valid_dns_name
+from openrl_inspect.resolvers.cluster.names import valid_dns_label, valid_dns_name
+from openrl_inspect.resolvers.cluster.reads import PER_OBJECT
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.logs.args import LogArgs
 from openrl_inspect.resolvers.state import reads as state_reads

@@ -133,10 +133,7 @@ async def _logs(
         targets = _resumed_targets(owner, targets, resume)
 
     backend, fallback, workers = await _read_workers(ctx, targets, start, end, size, args, resume)
-    clients = client_sides(targets, start, end, size, args, resume)
-    found = await ctx.logs.client.load_many([c.request for c in clients])
-    for client, slice_ in zip(clients, found, strict=True):
-        client.fill(slice_)
+    clients = await _read_clients(ctx, targets, start, end, size, args, resume)
     cursors: list[EntryCursor] = []
 
     def mark() -> None:
@@ -145,14 +142,7 @@ async def _logs(
 
     out, used, stop = await _merge_rounds(ctx, workers, clients, size, args.newest_first, mark)
 
-    has_next = any(w.position() is not None for w in workers) or any(
-        c.position()[0] for c in clients
-    )
-    reason = stop if has_next else None
-    if any(w.incomplete for w in workers):
-        reason = LogLimit.SOURCE_LIMIT
-    elif capped:
-        reason = LogLimit.MODELS
+    has_next, reason = _truncation(workers, clients, stop, capped)
     state = Resume(backend, start, end)
     next_cursor = encode(print_, _resume_at(state, workers, clients)) if has_next else None
     filters = tuple(
@@ -219,6 +209,43 @@ async def _read_workers(
     for side, page in zip(workers, pages, strict=True):
         side.fill(page)
     return backend, fallback, workers
+
+
+async def _read_clients(
+    ctx: Context,
+    targets: Sequence[Target],
+    start: datetime,
+    end: datetime,
+    size: int,
+    args: LogArgs,
+    resume: Resume | None,
+) -> list[ClientSide]:
+    """The client sides, each with its first page read from Redis."""
+    clients = client_sides(targets, start, end, size, args, resume)
+    found = await ctx.logs.client.load_many([c.request for c in clients])
+    for client, slice_ in zip(clients, found, strict=True):
+        client.fill(slice_)
+    return clients
+
+
+def _truncation(
+    workers: Sequence[WorkerSide],
+    clients: Sequence[ClientSide],
+    stop: LogLimit | None,
+    capped: bool,
+) -> tuple[bool, LogLimit | None]:
+    """Whether any side has more to read, and why the answer is cut short: a worker
+    source that stopped early or a session with more models than were read come before
+    the merge's own reason."""
+    has_next = any(w.position() is not None for w in workers) or any(
+        c.position()[0] for c in clients
+    )
+    reason = stop if has_next else None
+    if any(w.incomplete for w in workers):
+        reason = LogLimit.SOURCE_LIMIT
+    elif capped:
+        reason = LogLimit.MODELS
+    return has_next, reason
 
 
 async def _merge_rounds(

@@ -26,7 +26,7 @@ from openrl_inspect.adapters.kubernetes import (
 from openrl_inspect.core.errors import BackendError, BackendNotConfigured
 from openrl_inspect.loaders.logs import EventsLogRead
 from openrl_inspect.resolvers import scope
-from openrl_inspect.resolvers.cluster.reads import valid_dns_label, valid_dns_name
+from openrl_inspect.resolvers.cluster.names import valid_dns_label, valid_dns_name
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis.evidence import Unknown
 from openrl_inspect.state.records import PlacementRecord

@@ -204,8 +204,9 @@ async def test_filtered_lists_attention_and_reindex_on_a_three_node_cluster(
         body = await gql(client, query, o=owner)
     assert "errors" not in body, body
     assert body["data"]["models"]["totalCount"] == len(mine)
+    # Every live model, and those failed in the last day (all the simulation's).
     assert body["data"]["attention"]["scanned"] == sum(
-        1 for m in sim.models.values() if m.state in ("waiting", "placed", "active")
+        1 for m in sim.models.values() if m.state in ("waiting", "placed", "active", "failed")
     )
     found = reindex_with(RecorderSettings(url=redis_cluster.url, cluster=True))
     assert found.models == len(sim.models) and found.without_owner == 0

@@ -48,7 +48,7 @@ def reader_of(store: RedisStateStore) -> RedisSamplerBatches:
 
 
 def batch(at: float, **fields: Any) -> dict[str, Any]:
-    """A member as the recorder writes it (``recorder/_writes.py`` ``sampler_batch``)."""
+    """A member as the recorder writes it (``recorder/_entries.py`` ``sampler_batch``)."""
     entry = {
         "id": f"rec-1/{int(at * 10)}",
         "t": at,
