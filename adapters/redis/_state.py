@@ -179,14 +179,17 @@ class RedisStateStore:
         self._version_checked_at = now
 
     async def indexes_built(self) -> bool:
-        """Whether the model indexes are known complete (``oi:models:indexed``); a yes is
-        remembered as the schema check is, a no asked again each time."""
+        """Whether the model indexes are known complete (``oi:models:indexed``), or there
+        is nothing yet to index; a yes is remembered as the schema check is, a no (or an
+        empty store) asked again each time."""
         now = self._clock()
         if self._indexed_at is not None and now - self._indexed_at < _VERSION_CHECK_EVERY_S:
             return True
-        raw = await self._run(lambda pipe: pipe.get(keys.INDEXES_KEY))
+        raw = await self._run(lambda pipe: pipe.get(keys.INDEXES_KEY).get(keys.SCHEMA_VERSION_KEY))
         if raw[0] is None:
-            return False
+            # A store no recorder has written yet has nothing to index (its first writer
+            # declares the indexes complete); asked again until then.
+            return raw[1] is None
         self._indexed_at = now
         return True
 

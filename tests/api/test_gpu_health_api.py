@@ -49,11 +49,17 @@ async def world() -> World:
 
 
 def free_gpu(world: World) -> GpuDevice:
-    """A GPU no claim holds, as the twin publishes it."""
+    """A healthy GPU no claim holds, as the twin publishes it (not one a staged
+    DeviceTaintRule taints: the device_taint_evicted scenario's)."""
     held = {u for n in world.sim.cluster.nodes for u in n.held}
+    ruled = {
+        (r.pool, r.device)
+        for r in world.twin.view.taint_rules.values()
+        if r.pool is not None and r.device is not None
+    }
     for rec in world.twin.view.slices.values():
         for device in rec.devices:
-            if device.uuid not in held:
+            if device.uuid not in held and (device.pool, device.device) not in ruled:
                 return device
     raise AssertionError("the simulation holds every GPU")
 

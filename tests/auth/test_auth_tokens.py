@@ -185,7 +185,8 @@ async def test_liveness_and_static_assets_are_open_readiness_says_less(
     async with auth_client(authenticator(path), graphiql_on=False) as client:
         live = await client.get(f"{PREFIX}/healthz")
         live_bad = await client.get(f"{PREFIX}/healthz", headers=bearer(new_token()))
-        asset = await client.get(f"{PREFIX}/static/graphiql-init.js")
+        asset = await client.get(f"{PREFIX}/ui/app.js")
+        graphiql_asset = await client.get(f"{PREFIX}/static/graphiql-init.js")
         probe = await client.get(f"{PREFIX}/readyz")
         as_viewer = await client.get(f"{PREFIX}/readyz", headers=bearer(viewer))
         as_operator = await client.get(f"{PREFIX}/readyz", headers=bearer(operator))
@@ -200,7 +201,8 @@ async def test_liveness_and_static_assets_are_open_readiness_says_less(
     assert as_viewer.json()["backends"][0] == {"name": "redis", "ok": True}
     assert "latency_ms" in as_operator.json()["backends"][0]
     assert_401(bad)
-    assert page.status_code == 404
+    # GraphiQL off: its page and its own static files are not served.
+    assert page.status_code == 404 and graphiql_asset.status_code == 404
     assert_401(other)
 
 

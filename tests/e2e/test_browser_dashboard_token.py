@@ -109,4 +109,6 @@ def overview_models(base: str) -> list[dict[str, Any]]:
     )
     with urllib.request.urlopen(req, timeout=60) as resp:
         data = json.loads(resp.read())["data"]
-    return [m for s in data["sessions"]["nodes"] for m in s["models"]["nodes"]]
+    # The rows of the first page of sessions, and the attention list above them.
+    rows = [m for s in data["sessions"]["nodes"] for m in s["models"]["nodes"]]
+    return rows + [m["model"] for m in data["attention"]["models"]]

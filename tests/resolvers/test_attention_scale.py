@@ -101,7 +101,9 @@ def test_the_demos_slow_model_is_on_the_list() -> None:
         await sim.rec.flush()  # type: ignore[attr-defined]
         ctx = Context.build(Backends(state=RedisStateStore.in_memory(server)))
         ctx.now = now + 60
-        found, after, out = None, None, {}
+        found: rollup.Attention | None = None
+        after: str | None = None
+        out: dict[str, Verdict] = {}
         while found is None or found.has_next:
             found = await rollup.attention(ctx, rollup.MAX_WORST, after)
             out |= {s.model.id: s.verdict for s in found.models}

@@ -33,6 +33,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 HOURS = 2.0
 TICK_S = 5.0
 HEALTHY = ("healthy_trainer", "healthy_sampler_heavy", "healthy_checkpointing")
+# Post-mortems of one moment (simulator.scenarios.past): as that moment recedes past the
+# diagnosis's windows, their causes fade, as they should on a real cluster.
+PAST = ("device_taint_evicted", "preempted_readmitted", "oom_chain")
 
 
 @dataclass
@@ -44,8 +47,13 @@ class Moment:
     def verdicts(self) -> collections.Counter[Verdict]:
         return collections.Counter(s.verdict for s in self.summaries.values())
 
-    def kinds(self) -> set[CauseKind]:
-        return {c.kind for s in self.summaries.values() for c in s.diagnosis.causes}
+    def kinds(self, leaving_out: set[str]) -> set[CauseKind]:
+        return {
+            c.kind
+            for s in self.summaries.values()
+            if s.model.id not in leaving_out
+            for c in s.diagnosis.causes
+        }
 
 
 def chunks(ids: list[str], n: int) -> Iterator[list[str]]:
@@ -118,8 +126,11 @@ async def test_the_demo_holds_its_steady_state_for_hours(redis_server: RedisServ
     # The world moved on: models arrived and ended while it ran.
     assert len(sim.models) > len(before.summaries) + 100
     # Every cause kind staged at the start is still shown, and each scenario keeps its own.
-    assert before.kinds() <= after.kinds(), before.kinds() - after.kinds()
+    past = {sim.scenario_ids[name] for name in PAST if name in sim.scenario_ids}
+    assert before.kinds(past) <= after.kinds(past), before.kinds(past) - after.kinds(past)
     for name, kind in tops.items():
+        if name in PAST:
+            continue
         judged = after.summaries[sim.scenario_ids[name]]
         assert kind in {c.kind for c in judged.diagnosis.causes}, (name, judged.verdict)
     # The healthy ones kept stepping (a step takes about 5 s) and have no cause.

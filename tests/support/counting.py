@@ -8,6 +8,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 
 CALLS = (
     "pages", "sessions", "models", "steps", "ops", "op_models", "workers", "placements", "rollups",
+    "model_pages", "live_models",
 )  # fmt: skip
 
 
@@ -33,8 +34,9 @@ class CountingStore:
 
                 await asyncio.sleep(self.delay_s)
             out = await target(*args, **kwargs)
-            self.records += len(args[0]) if args else 1
-            if name == "pages":
+            batch = args[0] if args else None
+            self.records += len(batch) if isinstance(batch, list | tuple) else 1
+            if name in ("pages", "model_pages"):
                 self.records += sum(len(getattr(page, "items", ())) for page in out)
             return out
 
