@@ -103,12 +103,14 @@ async def test_a_fragment_bomb_is_refused_in_linear_time(store: CountingStore) -
 
 
 async def test_the_deadline_cancels_the_work_with_a_coded_error(store: CountingStore) -> None:
-    store.delay_s = 2.0
+    # A read of 30 s: answered well before it would end, the deadline cut it (a margin no
+    # loaded host comes near, unlike a bound close to the deadline itself).
+    store.delay_s = 30.0
     limits = Settings(bounds=Bounds(request_deadline_s=0.3))
     started = time.perf_counter()
     async with app_client(store, limits) as client:
         body = await gql(client, "{ sessions { nodes { id } } }")
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < 15
     assert _code(body) == "DEADLINE_EXCEEDED" and body["data"] is None
 
 
