@@ -80,14 +80,6 @@ ATTENTION_STATES = 4
 Weigh = Callable[[Mapping[str, Any], CostLimits], int]
 
 
-def _arg(args: Mapping[str, Any], name: str, limits: CostLimits) -> int:
-    """A size argument as the resolvers bound it (a value they refuse costs the most)."""
-    value = args.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return limits.max_page
-    return min(value, limits.max_page)
-
-
 def _listed(args: Mapping[str, Any], name: str, limits: CostLimits) -> int:
     value = args.get(name)
     return min(len(value), limits.max_page) if isinstance(value, list) else limits.max_page

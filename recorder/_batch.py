@@ -41,7 +41,6 @@ class Batch:
         "_ru",
         "_s",
         "_sc",
-        "_snx",
         "_tr",
         "_ts",
         "_z",
@@ -71,7 +70,6 @@ class Batch:
         self._z: dict[str, dict[str, float | None]] = {}
         self._gt: dict[str, dict[str, float]] = {}
         self._s: dict[str, tuple[str, int]] = {}
-        self._snx: dict[str, str] = {}
         self._ts: dict[str, float] = {}
         self._tr: dict[str, int] = {}
         self._ex: dict[str, int] = {}
@@ -135,9 +133,6 @@ class Batch:
     def set(self, key: str, value: str, ex: int) -> None:
         self._s[key] = (value, ex)
 
-    def set_nx(self, key: str, value: str) -> None:
-        self._snx.setdefault(key, value)
-
     def trim_score(self, key: str, below: float) -> None:
         """Remove members scored at or below ``below`` (the widest cutoff wins)."""
         old = self._ts.get(key)
@@ -183,7 +178,6 @@ class Batch:
             + len(self._z)
             + len(self._gt)
             + len(self._s)
-            + len(self._snx)
             + len(self._ts)
             + len(self._tr)
             + len(self._ex)
@@ -193,8 +187,6 @@ class Batch:
 
     def commands(self) -> list[Command]:
         out: list[Command] = []
-        for key, value in self._snx.items():
-            out.append(("SET", key, value, "NX"))
         for key, fields in self._h.items():
             flat: list[str] = []
             for name, v in fields.items():
