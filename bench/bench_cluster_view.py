@@ -9,7 +9,7 @@ capacity by product and every node of a page with its capacity, its GPUs and eac
 GPU's holder pod and model.
 
 Printed: sync time; the query's median latency with min and max over ``--runs`` after
-one warm-up on each execution path (``OPENRL_INSPECT_EXECUTION``, fast and stock,
+one warm-up on each execution path (``OPENRL_INSPECT_EXECUTION``, plan and stock,
 alternating run by run, their answers compared byte for byte); API-server requests per
 GraphQL request (target 0), also after a 410 (compacted history) and after the API
 server restarts; and the answer while the API server is down.
@@ -273,10 +273,10 @@ async def main(args: argparse.Namespace) -> None:
                             into += one
                             req += asked
                             if each is client:
-                                fast_body = resp.content
+                                plan_body = resp.content
                             else:
                                 stock_body = resp.content
-                    assert fast_body == stock_body, "the two paths answer differently"
+                    assert plan_body == stock_body, "the two paths answer differently"
                     backends = Backends(state=store, kubernetes=source)
                     ours = [
                         sum((await our_code(backends, limits, args.page)).values())
@@ -318,11 +318,11 @@ async def main(args: argparse.Namespace) -> None:
           f"{len(data['nodes']['nodes'])} nodes, {holders} GPU holders; capacity {data['capacity']['total']} "
           f"total / {data['capacity']['held']} held")  # fmt: skip
     print(
-        f"| cluster-view query median, fast path | {med * 1e3:.0f} ms (min {min(lat) * 1e3:.0f}, max {max(lat) * 1e3:.0f}, n={args.runs}, page {args.page} nodes; warm-up {warm[0] * 1e3:.0f} ms) |"
+        f"| cluster-view query median, plan path | {med * 1e3:.0f} ms (min {min(lat) * 1e3:.0f}, max {max(lat) * 1e3:.0f}, n={args.runs}, page {args.page} nodes; warm-up {warm[0] * 1e3:.0f} ms) |"
     )
     smed = statistics.median(stock_lat)
     print(
-        f"| cluster-view query median, stock path | {smed * 1e3:.0f} ms (min {min(stock_lat) * 1e3:.0f}, max {max(stock_lat) * 1e3:.0f}; stock / fast per run: {statistics.median(s / f for s, f in zip(stock_lat, lat, strict=True)):.2f}) |"
+        f"| cluster-view query median, stock path | {smed * 1e3:.0f} ms (min {min(stock_lat) * 1e3:.0f}, max {max(stock_lat) * 1e3:.0f}; stock / plan per run: {statistics.median(s / f for s, f in zip(stock_lat, lat, strict=True)):.2f}) |"
     )
     print(
         f"| our code (resolvers, loaders, cache views, schema objects) per request | {spread(ours)} |"

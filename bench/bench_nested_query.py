@@ -2,7 +2,7 @@
 
 Starts its own redis-server on a free loopback port, fills it through the recorder from
 the simulator, then runs the nested query through the ASGI app on each execution path
-(``Switches.execution``: stock and fast) and, with ``--gc``, each garbage-collector
+(``Switches.execution``: stock and plan) and, with ``--gc``, each garbage-collector
 setting, alternating the order round by round; every variant's answer must be identical
 byte for byte. Printed per variant: the median latency with its [min - max] over the
 rounds, the median per-round ratio to the orjson floor, and Redis round trips per query;
@@ -22,7 +22,7 @@ request deadline (default the product's 30 s; 0: none; an answer cut by it is pr
 and ends the run) and ``--pair`` then sends two at once:
 
     .venv/bin/python bench/bench_nested_query.py --sessions 1 --models 100 --steps 100 \
-        --ops 23 --modes fast --rounds 2 --deadline 0 --pair
+        --ops 23 --modes plan --rounds 2 --deadline 0 --pair
 """
 
 from __future__ import annotations
@@ -248,11 +248,11 @@ async def main(args: argparse.Namespace) -> None:
         print("RSS after each round, MB: " + ", ".join(f"{r:.0f}" for r in by_round))
         if paired:
             print(f"{paired}; peak RSS {peak_rss_mb():.0f} MB")
-        if "stock" in modes and "fast" in modes:
+        if "stock" in modes and "plan" in modes:
             for gc_name in gcs:
-                stock, fast = latencies[("stock", gc_name)], latencies[("fast", gc_name)]
-                gains = [s / f for s, f in zip(stock, fast, strict=True)]
-                print(f"stock / fast per round (gc {gc_name}): {spread(gains, 1, '.2f')}")
+                stock, plan = latencies[("stock", gc_name)], latencies[("plan", gc_name)]
+                gains = [s / p for s, p in zip(stock, plan, strict=True)]
+                print(f"stock / plan per round (gc {gc_name}): {spread(gains, 1, '.2f')}")
     finally:
         server.cleanup()
 
@@ -264,7 +264,7 @@ if __name__ == "__main__":
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--ops", type=int, default=4)
-    parser.add_argument("--modes", default="stock,fast", help="execution paths, comma-separated")
+    parser.add_argument("--modes", default="stock,plan", help="execution paths, comma-separated")
     parser.add_argument("--gc", default="default", help="gc settings, comma-separated (set_gc)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per Redis round trip")
     parser.add_argument(

@@ -180,14 +180,14 @@ class Switches:
     # Only the documents the server ships (the dashboard's, the REST routes' and MCP
     # tools'), by text or by persisted-query hash.
     registered_only: bool = False
-    # "fast": plain fields are read and serialised by the inspector's own executor
-    # (``execution.fast``); "stock": graphql-core's and Strawberry's per-field path.
-    execution: str = "fast"
+    # "plan": each document compiled once into a plan run level by level
+    # (``execution.plan``); "stock": graphql-core's and Strawberry's per-field path.
+    execution: str = "plan"
 
     def __post_init__(self) -> None:
-        if self.execution not in ("fast", "stock"):
+        if self.execution not in ("plan", "stock"):
             raise SettingsError(
-                f"OPENRL_INSPECT_EXECUTION: expected 'fast' or 'stock', got {self.execution!r}"
+                f"OPENRL_INSPECT_EXECUTION: expected 'plan' or 'stock', got {self.execution!r}"
             )
 
 

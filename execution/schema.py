@@ -4,7 +4,7 @@
 hands it to the execution through ``parsed_once``: ``ParsedOnce`` gives Strawberry the
 parsed document in place of a second parse, and a document that validated cleanly before
 is not validated again. Validation and execution are Strawberry's and graphql-core's (through
-the inspector's own executor with ``Switches.execution = "fast"``).
+the inspector's plan executor with ``Switches.execution = "plan"``, the default).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from openrl_inspect.core.settings import Switches
 from openrl_inspect.execution.documents import Compiled
 from openrl_inspect.execution.errors import CodedErrors
 from openrl_inspect.execution.exposure import HideSuggestions
-from openrl_inspect.execution.fast import ExecutionStats, executor_class
+from openrl_inspect.execution.plan import PlanStats, executor_class
 from openrl_inspect.schema.root import Query
 from strawberry.extensions import DisableIntrospection, SchemaExtension
 
@@ -69,10 +69,10 @@ class ParsedOnce(SchemaExtension):
 
 
 class InspectorSchema(strawberry.Schema):
-    """The schema, with what the fast executor answered and left to the stock path
-    (``execution.fast``; None on the stock path)."""
+    """The schema, with what the plan executor did and left to the stock path
+    (``execution.plan``; None on the stock path)."""
 
-    execution_stats: ExecutionStats | None = None
+    execution_stats: PlanStats | None = None
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
         # Coded errors are answers, not server faults: CodedErrors logs the unexpected
@@ -90,10 +90,10 @@ def build_schema(switches: Switches | None = None) -> InspectorSchema:
     if not switches.introspection:
         extensions += [DisableIntrospection, HideSuggestions]
     schema = InspectorSchema(query=Query, extensions=extensions)
-    if switches.execution == "fast":
+    if switches.execution == "plan":
         # Set after construction: the executor needs to know whether the schema has
         # exception handlers, and Strawberry reads the class at each execution.
-        schema.execution_stats = ExecutionStats()
+        schema.execution_stats = PlanStats()
         schema.execution_context_class = executor_class(
             schema.execution_stats, bool(schema.exception_handlers), schema.config
         )

@@ -1,5 +1,5 @@
-"""Fast and stock execution alike over a real redis-server (run by
-tests/api/test_fast_execution_redis.py, in a process of its own).
+"""Plan and stock execution alike over a real redis-server (run by
+tests/api/test_plan_execution_redis.py, in a process of its own).
 
 The same generated documents and faults as over fakeredis, here with redis-py's real
 connection pool, hiredis replies and real network errors: Redis unreachable is a store
@@ -67,7 +67,7 @@ def world(redis_server: RedisServer) -> Iterator[World]:
         asyncio.set_event_loop(None)
 
 
-def test_fast_and_stock_answer_alike_over_redis_server(world: World) -> None:
+def test_plan_and_stock_answer_alike_over_redis_server(world: World) -> None:
     for seed in range(100):  # 100 generated documents, each under a chosen fault
         check_seeded(world, seed)
 

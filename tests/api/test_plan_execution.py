@@ -1,4 +1,4 @@
-"""The fast execution path against the stock one: byte-identical answers.
+"""The plan executor against the stock one: byte-identical answers.
 
 Documents are generated from the schema itself (random selections of fields at random
 depth, aliases, named and inline fragments, ``@skip``/``@include`` on variables, page
@@ -8,9 +8,9 @@ and, per example, a backend failing or missing. Both paths must give the same JS
 data byte for byte, and the same errors (paths, messages, locations, extensions), in
 any order: the stock path alone orders concurrently failing fields differently from run
 to run. Also: the nested query costs
-the same Redis round trips on both paths, and what the fast path leaves to the stock
-one is counted. The same property over a real redis-server runs in a process of its
-own (tests/api/test_fast_execution_redis.py).
+the same Redis round trips on both paths, and what the plan leaves to resolvers or to
+the stock path is counted. The same property over a real redis-server runs in a process
+of its own (tests/api/test_plan_execution_redis.py).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from openrl_inspect.execution.schema import build_schema
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.simulator import SimConfig
 from support.equivalence import (
-    FAST,
     FAULTS,
     NESTED,
+    PLAN,
     STOCK,
     World,
     both,
@@ -76,7 +76,7 @@ def world() -> Iterator[World]:
 
 @generated(80)
 @given(data=strategies.data())
-def test_fast_and_stock_answer_byte_for_byte_alike(
+def test_plan_and_stock_answer_byte_for_byte_alike(
     world: World, data: strategies.DataObject
 ) -> None:
     check_generated(world, data)
@@ -96,7 +96,7 @@ ROUND_TRIPS = """query($s: Int!, $m: Int!) {
 
 
 STOCK_FULL = build_schema(Switches(execution="stock", single_flight=False))
-FAST_FULL = build_schema(Switches(execution="fast", single_flight=False))
+PLAN_FULL = build_schema(Switches(execution="plan", single_flight=False))
 
 
 async def _trips(sessions: int, models: int) -> dict[str, int]:
@@ -116,7 +116,7 @@ async def _trips(sessions: int, models: int) -> dict[str, int]:
     backends = Backends(state=store)
     await store.check_schema()
     trips = {}
-    for name, schema in (("stock", STOCK_FULL), ("fast", FAST_FULL)):
+    for name, schema in (("stock", STOCK_FULL), ("plan", PLAN_FULL)):
         before = store.trips.count
         result = await schema.execute(
             ROUND_TRIPS,
@@ -133,23 +133,25 @@ def test_round_trips_of_the_nested_query_are_fixed_on_both_paths() -> None:
     large = asyncio.run(_trips(5, 12))
     # One batch per level however many items, on either path.
     assert small == large
-    assert small["stock"] == small["fast"]
+    assert small["stock"] == small["plan"]
 
 
-def test_what_the_fast_path_leaves_to_the_stock_one_is_counted(world: World) -> None:
-    before = FAST.execution_stats
+def test_what_the_plan_leaves_to_resolvers_is_counted(world: World) -> None:
+    before = PLAN.execution_stats
     assert before is not None and STOCK.execution_stats is None
-    fast, calls, fallbacks = before.fast_fields, before.direct_calls, dict(before.fallbacks)
+    planned, read, called = before.planned, before.read, before.called
+    resolved = dict(before.resolved)
     both(world, NESTED, "none")
-    stats = FAST.execution_stats
+    stats = PLAN.execution_stats
     assert stats is not None
-    assert stats.fast_fields > fast
+    assert stats.planned == planned + 1 and stats.read > read
     # Resolvers taking self, info and scalar arguments are called directly (Step.ops,
-    # Op.health); one with an enum argument (Query.sessions(state:)) is Strawberry's.
-    assert stats.direct_calls > calls
-    assert stats.fallbacks["Query.sessions"] > fallbacks.get("Query.sessions", 0)
+    # Op.health); one with an enum argument (Query.models(state:)) runs Strawberry's.
+    assert stats.called > called
+    assert stats.resolved["Query.models"] > resolved.get("Query.models", 0)
     for plain in ("Op.id", "Step.ops", "Op.health", "StepConnection.nodes"):
-        assert plain not in stats.fallbacks
+        assert plain not in stats.resolved
+    assert not stats.stock
 
 
 def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,14 +173,14 @@ def test_the_execution_and_gc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     port = ["--port", "1"]  # never bound: serve is replaced
     quiet = {"OPENRL_INSPECT_OPEN_BROWSER": "false"}
     assert cli.main(["demo", *port], quiet) == 0
-    assert built[-1].switches.execution == "fast" and calls[-1] == collector.GcSettings()
+    assert built[-1].switches.execution == "plan" and calls[-1] == collector.GcSettings()
     env = {**quiet, "OPENRL_INSPECT_EXECUTION": "stock", "OPENRL_INSPECT_GC_FREEZE": "false"}
     env["OPENRL_INSPECT_GC_THRESHOLD"] = "0"
     assert cli.main(["demo", *port], env) == 0
     assert built[-1].switches.execution == "stock"
     assert calls[-1] == collector.GcSettings(freeze=False, threshold=0)
     assert cli.main(["demo", *port], {**quiet, "OPENRL_INSPECT_EXECUTION": "quick"}) == 2
-    with pytest.raises(SettingsError, match="'fast' or 'stock'"):
+    with pytest.raises(SettingsError, match="'plan' or 'stock'"):
         Switches(execution="quick")
 
 
@@ -200,7 +202,6 @@ def test_tune_gc_freezes_and_sets_the_first_threshold() -> None:
 
 
 def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
-    from openrl_inspect.execution.fast.executor import MIDDLEWARE
     from strawberry.extensions import SchemaExtension
 
     class Upper(SchemaExtension):
@@ -213,8 +214,8 @@ def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
     stats = schema.execution_stats
     assert stats is not None
     result = asyncio.run(schema.execute("{ __typename }"))
-    assert result.data == {"__typename": "QUERY"} and stats.fallbacks[MIDDLEWARE] == 1
-    assert stats.fast_fields == 0
+    assert result.data == {"__typename": "QUERY"} and stats.stock["field middleware"] == 1
+    assert stats.planned == 0
 
 
 def test_siblings_cancelled_by_a_failed_field_leave_shared_keys_alone(world: World) -> None:

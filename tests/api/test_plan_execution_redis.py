@@ -18,7 +18,7 @@ INNER = Path(__file__).with_name("equivalence_on_redis_server.py")
 
 
 @pytest.mark.redis_server
-def test_fast_and_stock_agree_over_a_real_redis_server() -> None:
+def test_plan_and_stock_agree_over_a_real_redis_server() -> None:
     require_redis()
     tests = INNER.parent.parent
     proc = subprocess.run(
