@@ -12,6 +12,7 @@ import dataclasses
 import enum
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -65,6 +66,32 @@ def tokens_of(value: Any) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+# Between two renderings of one kept judgement only its ages change (seconds since the
+# last step, the oldest open op's age, "waiting for ..." in its reasons): a few dozen
+# characters at most, well inside this many tokens.
+AGES_SLACK_TOKENS = 64
+# Judgements whose untrimmed rendering was measured, by identity (a dashboard's pages and
+# an attention list, with room: as many as resolvers.summary.memo keeps).
+MAX_MEASURED = 4096
+_measured: OrderedDict[int, tuple[Diagnosis, int]] = OrderedDict()
+
+
 def fitted(d: Diagnosis, render: Callable[[Diagnosis], T], budget: int) -> T:
-    """``render(d)`` after trimming ``d`` until that rendering fits ``budget`` tokens."""
+    """``render(d)`` after trimming ``d`` until that rendering fits ``budget`` tokens.
+
+    Measuring is most of a summary's cost on a warm poll (a JSON rendering of every
+    field). A kept judgement (the same ``d``, ``resolvers.summary.memo``) that fitted
+    with room for its ages to change is not measured again.
+    """
+    known = _measured.get(id(d))
+    if known is not None and known[0] is d and known[1] <= budget - AGES_SLACK_TOKENS:
+        _measured.move_to_end(id(d))
+        return render(d)
+    whole = render(d)
+    tokens = tokens_of(whole)
+    if tokens <= budget:
+        _measured[id(d)] = (d, tokens)
+        if len(_measured) > MAX_MEASURED:
+            _measured.popitem(last=False)
+        return whole
     return render(fit(d, budget, lambda trial: tokens_of(render(trial))))
