@@ -6,13 +6,15 @@ It is graphql-core's public extension point, an ``Executor`` subclass passed as
 validation, variable coercion and Strawberry's extensions stay where they are, and the
 answer (data, errors at their paths) is the stock executor's. What the plan does not
 cover runs on the stock path, whole and counted: an operation with field middleware or
-an abort signal, one that is not a query, a schema with exception handlers, an interface
-or a union in the selection (``PlanStats.stock``). A field it does not answer itself
+an abort signal, one that is not a query, one executed synchronously (no event loop
+runs), a schema with exception handlers, an interface or a union in the selection
+(``PlanStats.stock``). A field it does not answer itself
 runs its own resolver inside the plan (``PlanStats.resolved``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -112,6 +114,11 @@ class PlanExecutor(StrawberryGraphQLCoreExecutionContext):
         return super().execute_operation(serially)
 
     def _stock_reason(self, serially: bool | None) -> str | None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            # Strawberry's execute_sync: a plan always answers through a coroutine.
+            return "synchronous execution"
         if self.middleware_manager is not None and self.middleware_manager.middlewares:
             return "field middleware"
         if self.abort_signal is not None:

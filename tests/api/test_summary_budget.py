@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.core.domain import Verdict
+from openrl_inspect.resolvers.diagnosis import Diagnosis
 from openrl_inspect.schema.summary import budget
 
 
