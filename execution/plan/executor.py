@@ -173,7 +173,7 @@ class PlanExecutor(StrawberryGraphQLCoreExecutionContext):
             stats.read += walk.counts.read
             stats.called += walk.counts.called
             stats.resolved.update(walk.counts.resolved)
-        return ExecutionResult(data, walk.errors or None)
+        return ExecutionResult(data, walk.errors.errors or None)
 
     def _info(
         self, f: Field, parent: GraphQLObjectType, path: Path | None

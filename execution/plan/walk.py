@@ -28,61 +28,12 @@ from graphql import (
     GraphQLSchema,
     OperationDefinitionNode,
     Undefined,
-    located_error,
 )
 from graphql.execution import VariableValues, get_argument_values
-from graphql.pyutils import Path, inspect
+from graphql.pyutils import inspect
 from openrl_inspect.execution.plan.compile import Field, Selection
 from openrl_inspect.execution.plan.fields import How, Kind, Shape
-
-
-class Pos:
-    """Where a value sits in the answer (``container[key]``), whether null may stand there,
-    and the position that goes null in its place when not (``up``)."""
-
-    __slots__ = ("_path", "container", "key", "nullable", "typename", "up")
-
-    def __init__(
-        self,
-        container: Any,
-        key: str | int,
-        nullable: bool,
-        up: Pos | None,
-        typename: str | None,
-    ) -> None:
-        self.container = container
-        self.key = key
-        self.nullable = nullable
-        self.up = up
-        self.typename = typename
-        self._path: Path | None = None
-
-    @property
-    def path(self) -> Path | None:
-        # Built only for an error or a resolver's info: most values never need one.
-        if self.up is None:
-            return None
-        if self._path is None:
-            self._path = Path(self.up.path, self.key, self.typename)
-        return self._path
-
-
-class Obj:
-    """An object being answered: its source value, its answer, its position."""
-
-    __slots__ = ("out", "pos", "source")
-
-    def __init__(self, source: Any, out: dict[str, Any], pos: Pos) -> None:
-        self.source = source
-        self.out = out
-        self.pos = pos
-
-
-class _Failed:
-    pass
-
-
-FAILED: Any = _Failed()
+from openrl_inspect.execution.plan.positions import FAILED, Errors, Obj, Pos
 
 
 @dataclass
@@ -113,8 +64,7 @@ class Walk:
     make_info: Callable[..., GraphQLResolveInfo[Any]]
     hide_suggestions: bool
     counts: Counts = field(default_factory=Counts)
-    errors: list[GraphQLError] = field(default_factory=list)
-    _nulled: set[Path | None] = field(default_factory=set)
+    errors: Errors = field(default_factory=Errors)
     _arguments: dict[int, dict[str, Any] | Exception] = field(default_factory=dict)
 
     async def run(self, root: Selection) -> dict[str, Any] | None:
@@ -165,8 +115,8 @@ class Walk:
             # the level's other fields are settled, as graphql-core records it when it
             # reaches that ancestor; what it nulled is not answered further.
             for error, pos in deferred:
-                self._null(error, pos)
-            below = [(sel, [o for o in objs_ if not self._dead(o)]) for sel, objs_ in below]
+                self.errors.null(error, pos)
+            below = [(sel, [o for o in objs_ if not self.errors.dead(o)]) for sel, objs_ in below]
         if len(below) == 1:
             await self.level(*below[0])
         elif below:
@@ -331,12 +281,15 @@ class Walk:
         """``value`` completed for ``pos`` (an object queued in ``children``), or
         ``FAILED`` once its error is recorded (or, in a non-null position, ``deferred``)."""
         if isinstance(value, Exception):
-            return self.fail(value, f, pos, deferred)
+            return self.errors.fail(value, f.nodes, pos, deferred)
         if value is None or value is Undefined:
             if shape.nullable:
                 return None
-            return self.fail(
-                TypeError(f"Cannot return null for non-nullable field {f.label}."), f, pos, deferred
+            return self.errors.fail(
+                TypeError(f"Cannot return null for non-nullable field {f.label}."),
+                f.nodes,
+                pos,
+                deferred,
             )
         if shape.kind is Kind.LEAF:
             if type(value) is shape.passthrough:
@@ -345,9 +298,11 @@ class Walk:
             try:
                 coerced = shape.coerce(value)
             except Exception as raw:
-                return self.fail(raw, f, pos, deferred)
+                return self.errors.fail(raw, f.nodes, pos, deferred)
             if coerced is None or coerced is Undefined:
-                return self.fail(TypeError(_refused(f, value, coerced)), f, pos, deferred)
+                return self.errors.fail(
+                    TypeError(_refused(f, value, coerced)), f.nodes, pos, deferred
+                )
             return coerced
         if shape.kind is Kind.OBJECT:
             assert f.child is not None
@@ -356,7 +311,7 @@ class Walk:
             return out
         if not _iterable(value):
             message = f"Expected Iterable, but did not find one for field '{f.label}'."
-            return self.fail(GraphQLError(message), f, pos, deferred)
+            return self.errors.fail(GraphQLError(message), f.nodes, pos, deferred)
         item = shape.item
         assert item is not None
         items: list[Any] = []
@@ -370,48 +325,6 @@ class Walk:
                 continue
             items[index] = done
         return items
-
-    def fail(
-        self, raw: Exception, f: Field, pos: Pos, deferred: list[tuple[GraphQLError, Pos]]
-    ) -> Any:
-        """Records ``raw`` at ``pos``, or defers it to the end of the level when null may
-        not stand there."""
-        path = pos.path
-        assert path is not None
-        error = located_error(raw, f.nodes, path.as_list())
-        if pos.nullable:
-            pos.container[pos.key] = None
-            self._record(error, path)
-        else:
-            deferred.append((error, pos))
-        return FAILED
-
-    def _null(self, error: GraphQLError, pos: Pos) -> None:
-        """Nulls the nearest nullable position at or above ``pos`` (``data`` at the top)
-        and records ``error`` there."""
-        at: Pos | None = pos
-        while at is not None and not at.nullable:
-            at = at.up
-        assert at is not None  # the top position, ``data``, is nullable
-        at.container[at.key] = None
-        self._record(error, at.path)
-
-    def _record(self, error: GraphQLError, nulled: Path | None) -> None:
-        # As graphql-core's CollectedErrors: none under a position already nulled.
-        if not self._under_nulled(nulled):
-            self._nulled.add(nulled)
-            self.errors.append(error)
-
-    def _dead(self, obj: Obj) -> bool:
-        return self._under_nulled(obj.pos.path)
-
-    def _under_nulled(self, path: Path | None) -> bool:
-        nulled = self._nulled
-        while path is not None:
-            if path in nulled:
-                return True
-            path = path.prev
-        return None in nulled
 
 
 def _refused(f: Field, value: Any, coerced: Any) -> str:
