@@ -8,7 +8,7 @@ below: a reader trusts a rollup only for what those caps keep whole, and scans o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
@@ -74,6 +74,9 @@ class ModelRollup:
     complete: bool
     steps: tuple[RollupStep, ...]
     counters: Mapping[str, str]
+    # The step entries as stored: the steps are decoded from them alone, so equal
+    # entries are equal steps (a cheap version of them: ``resolvers.summary.memo``).
+    entries: tuple[str | bytes, ...] = field(default=(), compare=False, repr=False)
 
     def window(self, latest_step: int | None, kept_steps: int, n: int, page: int) -> bool:
         """Whether the rollup holds exactly what a scan of the newest ``n`` steps, ``page``
@@ -146,7 +149,7 @@ def decode(mid: str, h: Mapping[str, str], members: Sequence[str | bytes]) -> Mo
     if not h:
         return None
     steps = tuple(_step(mid, m) for m in members)
-    return ModelRollup(mid, h.get("v") == VERSION, steps, h)
+    return ModelRollup(mid, h.get("v") == VERSION, steps, h, tuple(members))
 
 
 # A poll asks for the same models' last steps every few seconds, and a step's entry is
