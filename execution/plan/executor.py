@@ -153,12 +153,8 @@ class PlanExecutor(StrawberryGraphQLCoreExecutionContext):
 
     async def _run(self, selection: Selection) -> ExecutionResult:
         walk = Walk(
-            schema=self.schema,
-            fragments=self.fragment_definitions,
-            operation=self.operation,
             variables=self.variable_values,
             root_value=self.root_value,
-            context=self.context_value,
             is_awaitable=self.is_awaitable,
             field_resolver=self.field_resolver,
             info_class=self.info_class,

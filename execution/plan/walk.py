@@ -25,8 +25,6 @@ from graphql import (
     GraphQLError,
     GraphQLObjectType,
     GraphQLResolveInfo,
-    GraphQLSchema,
-    OperationDefinitionNode,
     Undefined,
 )
 from graphql.execution import VariableValues, get_argument_values
@@ -52,12 +50,8 @@ def _iterable(value: Any) -> bool:
 class Walk:
     """One run of a plan."""
 
-    schema: GraphQLSchema
-    fragments: dict[str, Any]
-    operation: OperationDefinitionNode
     variables: VariableValues
     root_value: Any
-    context: Any
     is_awaitable: Callable[[Any], bool]
     field_resolver: Callable[..., Any]
     info_class: Callable[..., Any]
