@@ -126,6 +126,10 @@ def model_record(b: Batch, mid: str, fields: dict[str, Any], state: str, at: flo
     b.zadd(keys.models_in_state(state), mid, at)
     if state in TERMINAL_STATES:
         b.zrem(keys.MODELS_LIVE, mid)
+        # Only live models need a person for moving badly (a failed one is listed apart).
+        b.zrem(keys.MODELS_FAILING, mid)
+        b.zrem(keys.MODELS_PACE, mid)
+        b.paces.forget(mid)
     else:
         b.zadd(keys.MODELS_LIVE, mid, at)
 
@@ -214,6 +218,11 @@ def op_finished(
         fields["error"] = error
     b.hset(keys.op(mid, oid), fields)
     b.zrem(keys.open_ops(mid), oid)
+    if status == OpStatus.FAILED:
+        # The model's last failure (only forward: records from several processes, in
+        # any order, leave the latest); the recent end is what attention reads.
+        b.raise_score(keys.MODELS_FAILING, mid, at)
+        b.trim_score(keys.MODELS_FAILING, at - b.r.failing_index_s)
     b.rollup_op(mid, oid)
     progress(b, mid, at)
 
@@ -229,6 +238,9 @@ def step_metrics(
     fields = {"metrics": dumps(metrics)}
     if finished:
         fields["finished_at"] = repr(at)
+        pace = b.paces.finished(mid, step, at)
+        if pace is not None:
+            b.zadd(keys.MODELS_PACE, mid, pace)
     b.zadd(keys.steps(mid), str(step), step)
     b.hset(keys.step(mid, step), fields)
     b.rollup_step(mid, step)

@@ -41,6 +41,11 @@ def models_in_state(state: str) -> str:
 # -- the model indexes (docs/redis-schema.md, "Model indexes") ------------------------------
 
 MODELS_LIVE = f"{PREFIX}:models:live"  # ZSET live model id -> its last progress (s)
+# The moving models that may need a person (read by attention beyond its own thresholds):
+# ZSET model id -> when its last failed op finished (s); trimmed by age as written
+MODELS_FAILING = f"{PREFIX}:models:failing"
+# ZSET model id -> its newest step times over its earlier ones (recorder/_pace.py)
+MODELS_PACE = f"{PREFIX}:models:pace"
 # STRING: the version of the model indexes, set when they are known complete (with the
 # schema version by the first writer of a fresh store, or by ``openrl-inspect reindex``);
 # absent: data may predate them. Its hash tag is the schema version key's whole name, so

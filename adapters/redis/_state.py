@@ -204,12 +204,13 @@ class RedisStateStore:
 
     async def live_models(self, ask: LiveAsk) -> LiveModels:
         """How many models are live, those (up to ``cap``) that last moved before
-        ``quiet_before``, longest quiet first, and those failed since ``failed_since``,
-        newest first: one round trip."""
+        ``quiet_before``, longest quiet first, those failed since ``failed_since``,
+        newest first, and those with an op failed since ``failing_since`` or a pace score
+        above ``slow_above``: one round trip."""
         if not await self.indexes_built():
             raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
         raw = await self._run(partial(queue_live, ask=ask))
-        return decode_live(raw)
+        return decode_live(raw, ask)
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
         return await read_pages(self._run, requests)
