@@ -10,7 +10,11 @@ idempotent: running it again, or beside live recorders, leaves the same indexes.
 Live models enter the live index at the time they entered their state unless a recorder
 already put them there later (``ZADD GT``); owner and base-model entries whose model is
 in no state index any more (its keys expired) are pruned for every owner and base model
-it meets. The indexes are declared complete last.
+it meets. The moving models' indexes are built from each live model's rollup (its
+newest ``PACE_ENTRIES`` step entries: the last failed op's finish, ``ZADD GT``; the pace
+``_pace.score`` gives the finishes of its consecutive steps); a model without a rollup
+(data written before rollups) is left to the recorder's next records. Their entries of
+models no longer live are pruned. The indexes are declared complete last.
 """
 
 from __future__ import annotations
@@ -19,13 +23,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import orjson
 from openrl_inspect.core.domain import TERMINAL_STATES
 from openrl_inspect.recorder._config import RecorderSettings
+from openrl_inspect.recorder._pace import KEPT
+from openrl_inspect.recorder._pace import score as pace_score
 from openrl_inspect.recorder._send import sync_client
 from openrl_inspect.state import keys
 
 T = TypeVar("T")
 CHUNK = 1_000  # commands per pipeline
+# The newest step entries of a live model's rollup read for its pace and last failure:
+# the finishes the recorder remembers (``_pace.KEPT``).
+PACE_ENTRIES = KEPT
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,9 @@ class ReindexReport:
     base_models: int
     live: int
     without_owner: int  # models whose session (hence owner) is gone
-    pruned: int  # index entries of models no longer stored
+    pruned: int  # index entries of models no longer stored (or no longer live)
+    failing: int = 0  # live models with a failed op in their rollup's newest steps
+    paced: int = 0  # live models given a pace score
 
 
 def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -105,6 +117,12 @@ def reindex(client: Any) -> ReindexReport:
     owner_of = {sid: o for sid, raw in zip(sessions, owners_raw, strict=True) if (o := _text(raw))}
 
     found = _indexes_of(mids, fields, state_of, owner_of)
+    live = [mid for mid, _ in found.live]
+    entries = _read(
+        client, live, lambda pipe, mid: pipe.zrevrange(keys.rollup_steps(mid), 0, PACE_ENTRIES - 1)
+    )
+    for mid, members in zip(live, entries, strict=True):
+        _moving(found, mid, members)
     _write(client, found.commands())
     pruning = _pruning(client, found, state_of)
     _write(client, pruning)
@@ -116,7 +134,40 @@ def reindex(client: Any) -> ReindexReport:
         live=len(found.live),
         without_owner=found.without_owner,
         pruned=sum(len(c) - 2 for c in pruning),
+        failing=len(found.failing),
+        paced=len(found.pace),
     )
+
+
+def _moving(found: _Indexes, mid: str, members: Sequence[Any]) -> None:
+    """The model's last failed op and its pace, from its newest rollup step entries
+    (docs/redis-schema.md, "Rollups"); an entry that cannot be read is skipped."""
+    finishes: dict[int, float] = {}
+    last_failure: float | None = None
+    for member in members:
+        try:
+            entry = orjson.loads(member)
+            n = int(entry["n"])
+            ops = entry.get("o") or []  # Lua's cjson writes an empty table as {}
+            if entry.get("f"):
+                finishes[n] = float(entry["f"])
+            for op in ops if isinstance(ops, list) else []:
+                if op[3] == "failed" and op[7]:
+                    at = float(op[7])
+                    last_failure = at if last_failure is None else max(last_failure, at)
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
+            continue
+    if last_failure is not None:
+        found.failing.append((mid, last_failure))
+    run: list[float] = []
+    newest = max(finishes, default=0)
+    for n in sorted(finishes, reverse=True):  # the newest run of consecutive steps
+        if n != newest - len(run):
+            break
+        run.append(finishes[n])
+    pace = pace_score(run[::-1])
+    if pace is not None:
+        found.pace.append((mid, pace))
 
 
 def _stored_states(client: Any) -> dict[str, tuple[str, float]]:
@@ -135,6 +186,8 @@ class _Indexes:
     by_owner: dict[str, dict[str, float]] = field(default_factory=dict)
     by_base: dict[str, dict[str, float]] = field(default_factory=dict)
     live: list[tuple[str, float]] = field(default_factory=list)
+    failing: list[tuple[str, float]] = field(default_factory=list)
+    pace: list[tuple[str, float]] = field(default_factory=list)
     without_owner: int = 0
 
     def commands(self) -> list[tuple[Any, ...]]:
@@ -146,6 +199,9 @@ class _Indexes:
             commands += _zadds(keys.models_of_base(base), list(members.items()))
         for part in _chunks(self.live):
             commands.append(("ZADD", keys.MODELS_LIVE, "GT", *_flat(part)))
+        for part in _chunks(self.failing):
+            commands.append(("ZADD", keys.MODELS_FAILING, "GT", *_flat(part)))
+        commands += _zadds(keys.MODELS_PACE, self.pace)
         return commands
 
 
@@ -186,9 +242,10 @@ def _pruning(
         keys.models_of_base(b) for b in found.by_base
     ]
     live_now = {mid for mid, _ in found.live}
+    live_keys = (keys.MODELS_LIVE, keys.MODELS_FAILING, keys.MODELS_PACE)
     pruning: list[tuple[Any, ...]] = []
-    for key in [*index_keys, keys.MODELS_LIVE]:
-        keep = live_now if key == keys.MODELS_LIVE else state_of
+    for key in [*index_keys, *live_keys]:
+        keep = live_now if key in live_keys else state_of
         gone = [m for m, _ in _whole(client, key) if m not in keep]
         pruning += [("ZREM", key, *part) for part in _chunks(gone)]
     return pruning

@@ -13,7 +13,7 @@ import fakeredis
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.domain import CauseKind, Verdict
 from openrl_inspect.core.settings import Thresholds
-from openrl_inspect.recorder import Recorder, RecorderSettings
+from openrl_inspect.recorder import Recorder, RecorderSettings, reindex
 from openrl_inspect.resolvers.context import Backends, Context
 from openrl_inspect.resolvers.summary import rollup
 from openrl_inspect.state import keys
@@ -24,11 +24,11 @@ STEP_S = 4.0
 
 
 def moving(
-    rec: Recorder, mid: str, durations: list[float], now: float, failing_from: int | None = None
+    rec: Recorder, mid: str, durations: list[float], now: float, failing: range = range(0)
 ) -> None:
     """An active model whose steps took ``durations`` (its last finishing 2 s ago): each
-    step a forward_backward and an optim_step covering it; from step ``failing_from`` on
-    the forward_backward fails while the optim_step succeeds."""
+    step a forward_backward and an optim_step covering it; in the steps ``failing`` the
+    forward_backward fails while the optim_step succeeds."""
     rec.model_created(mid, "s1", "llama", at=now - 5_000)
     rec.model_state(mid, "active", at=now - 4_999)
     wid = f"w-{mid}"
@@ -37,7 +37,7 @@ def moving(
         fb, opt = f"{mid}-{n}-fb", f"{mid}-{n}-opt"
         rec.op_accepted(mid, fb, "forward_backward", n, at=start)
         rec.op_started(mid, fb, wid, at=start + 0.05)
-        failed = failing_from is not None and n >= failing_from
+        failed = n in failing
         rec.op_finished(
             mid,
             fb,
@@ -61,11 +61,10 @@ def world(now: float) -> tuple[fakeredis.FakeServer, Recorder]:
     for i in range(HEALTHY):
         moving(rec, f"h{i:03d}", [STEP_S + 0.1 * (i % 3)] * 17, now)
     moving(rec, "slow", [STEP_S] * 12 + [5 * STEP_S] * 5, now)  # five steps 5x slower
-    moving(rec, "failing", [STEP_S] * 17, now, failing_from=11)  # its last six fail
+    moving(rec, "failing", [STEP_S] * 17, now, range(11, 17))  # its last six fail
     moving(rec, "one-slow-step", [STEP_S] * 16 + [3 * STEP_S], now)  # one only: healthy
-    # A failure long ago, its model stepping fine since: not a candidate.
-    moving(rec, "old-failure", [STEP_S] * 17, now - 7_200, failing_from=16)
-    moving(rec, "old-failure", [STEP_S] * 17, now)
+    # A failure over an hour ago (in its first step), the model stepping fine since.
+    moving(rec, "old-failure", [10_000.0] + [STEP_S] * 15, now, range(1))
     rec.flush()
     assert rec.stats().written == rec.stats().recorded
     return server, rec
@@ -124,3 +123,22 @@ def test_a_model_that_ends_leaves_the_moving_indexes() -> None:
     found = asyncio.run(_attention(server, now + 1))
     # The failed model is listed as failed (the recently failed index), the ended not.
     assert [(s.model.id, s.verdict) for s in found.models] == [("failing", Verdict.FAILED)]
+
+
+def test_reindex_builds_the_moving_indexes_for_data_written_before_them() -> None:
+    now = time.time()
+    server, _ = world(now)
+    client = fakeredis.FakeRedis(server=server, decode_responses=True)
+    written = {
+        key: client.zrange(key, 0, -1, withscores=True)
+        for key in (keys.MODELS_PACE, keys.MODELS_FAILING)
+    }
+    client.delete(keys.MODELS_PACE, keys.MODELS_FAILING)  # as an older writer left them
+    client.zadd(keys.MODELS_PACE, {"gone": 9.0})  # an entry that outlived its model
+    found = reindex(client)
+    assert (found.paced, found.failing) == (HEALTHY + 4, 2)
+    for key, pairs in written.items():
+        assert client.zrange(key, 0, -1, withscores=True) == pairs
+    assert reindex(client).pruned == 0  # idempotent: a second pass changes nothing
+    found_models = asyncio.run(_attention(server, now)).models
+    assert sorted(s.model.id for s in found_models) == ["failing", "slow"]
