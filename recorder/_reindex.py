@@ -14,11 +14,14 @@ it meets. The moving models' indexes are built from each live model's rollup (it
 newest ``PACE_ENTRIES`` step entries: the last failed op's finish, ``ZADD GT``; the pace
 ``_pace.score`` gives the finishes of its consecutive steps); a model without a rollup
 (data written before rollups) is left to the recorder's next records. Their entries of
-models no longer live are pruned. The indexes are declared complete last.
+models no longer live are pruned. Every live model's open ops enter ``oi:ops:open``;
+entries there of ops no live model has open are pruned if accepted before the pass
+began (a recorder may have added one since). The indexes are declared complete last.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -50,6 +53,7 @@ class ReindexReport:
     pruned: int  # index entries of models no longer stored (or no longer live)
     failing: int = 0  # live models with a failed op in their rollup's newest steps
     paced: int = 0  # live models given a pace score
+    open_ops: int = 0  # ops open in live models
 
 
 def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -105,6 +109,7 @@ def reindex_with(settings: RecorderSettings) -> ReindexReport:
 
 def reindex(client: Any) -> ReindexReport:
     """Build the model indexes from what is stored, then declare them complete."""
+    began = time.time()
     state_of = _stored_states(client)
     mids = sorted(state_of)
     fields = _read(
@@ -123,8 +128,12 @@ def reindex(client: Any) -> ReindexReport:
     )
     for mid, members in zip(live, entries, strict=True):
         _moving(found, mid, members)
+    opened = _read(
+        client, live, lambda pipe, mid: pipe.zrange(keys.open_ops(mid), 0, -1, withscores=True)
+    )
+    found.open_ops = [(_text(o) or "", float(at)) for part in opened for o, at in part]
     _write(client, found.commands())
-    pruning = _pruning(client, found, state_of)
+    pruning = _pruning(client, found, state_of, began)
     _write(client, pruning)
     client.set(keys.INDEXES_KEY, str(keys.INDEXES_VERSION))
     return ReindexReport(
@@ -136,6 +145,7 @@ def reindex(client: Any) -> ReindexReport:
         pruned=sum(len(c) - 2 for c in pruning),
         failing=len(found.failing),
         paced=len(found.pace),
+        open_ops=len(found.open_ops),
     )
 
 
@@ -188,6 +198,7 @@ class _Indexes:
     live: list[tuple[str, float]] = field(default_factory=list)
     failing: list[tuple[str, float]] = field(default_factory=list)
     pace: list[tuple[str, float]] = field(default_factory=list)
+    open_ops: list[tuple[str, float]] = field(default_factory=list)  # op id -> accepted
     without_owner: int = 0
 
     def commands(self) -> list[tuple[Any, ...]]:
@@ -202,6 +213,7 @@ class _Indexes:
         for part in _chunks(self.failing):
             commands.append(("ZADD", keys.MODELS_FAILING, "GT", *_flat(part)))
         commands += _zadds(keys.MODELS_PACE, self.pace)
+        commands += _zadds(keys.OPS_OPEN, self.open_ops)
         return commands
 
 
@@ -234,7 +246,7 @@ def _indexes_of(
 
 
 def _pruning(
-    client: Any, found: _Indexes, state_of: dict[str, tuple[str, float]]
+    client: Any, found: _Indexes, state_of: dict[str, tuple[str, float]], began: float
 ) -> list[tuple[Any, ...]]:
     """The ZREMs of entries of models stored no more (and live entries of models no
     longer live), in the indexes this pass met."""
@@ -248,6 +260,9 @@ def _pruning(
         keep = live_now if key in live_keys else state_of
         gone = [m for m, _ in _whole(client, key) if m not in keep]
         pruning += [("ZREM", key, *part) for part in _chunks(gone)]
+    still_open = {oid for oid, _ in found.open_ops}
+    closed = [o for o, at in _whole(client, keys.OPS_OPEN) if o not in still_open and at < began]
+    pruning += [("ZREM", keys.OPS_OPEN, *part) for part in _chunks(closed)]
     return pruning
 
 

@@ -177,6 +177,10 @@ def op_accepted(
     b.hsetnx(keys.step(mid, step), "started_at", sat)
     b.zadd(keys.step_ops(mid, step), oid, at)
     b.zadd(keys.open_ops(mid), oid, at)
+    # Every model's open ops in one index: attention finds an op hung in a model that
+    # keeps moving by its oldest end, without reading every model's ``ops:open``.
+    b.zadd(keys.OPS_OPEN, oid, at)
+    b.trim_score(keys.OPS_OPEN, at - r.open_ops_index_s)
     b.set(keys.op_index(oid), mid, int(r.op_index_ttl_s))
     if session_id is not None:
         b.hset1(keys.session(session_id), "last_activity_at", sat)
@@ -218,6 +222,7 @@ def op_finished(
         fields["error"] = error
     b.hset(keys.op(mid, oid), fields)
     b.zrem(keys.open_ops(mid), oid)
+    b.zrem(keys.OPS_OPEN, oid)
     if status == OpStatus.FAILED:
         # The model's last failure (only forward: records from several processes, in
         # any order, leave the latest); the recent end is what attention reads.

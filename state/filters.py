@@ -56,6 +56,7 @@ class LiveAsk:
     cap: int  # the most of each
     failing_since: float = float("inf")  # models with an op failed at or after this
     slow_above: float = float("inf")  # models whose pace score is above this
+    open_before: float = -float("inf")  # ops (any model's) still open, accepted before this
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +68,5 @@ class LiveModels:
     # model's life (a late record), so the caller keeps only the live ones.
     failing: list[Position] = field(default_factory=list)  # newest failed op first
     slow: list[Position] = field(default_factory=list)  # slowest against its past first
+    # ops, not models (``oi:opidx`` names the model): the newest accepted first
+    open_ops: list[Position] = field(default_factory=list)

@@ -46,6 +46,9 @@ MODELS_LIVE = f"{PREFIX}:models:live"  # ZSET live model id -> its last progress
 MODELS_FAILING = f"{PREFIX}:models:failing"
 # ZSET model id -> its newest step times over its earlier ones (recorder/_pace.py)
 MODELS_PACE = f"{PREFIX}:models:pace"
+# ZSET op id -> accepted (s), every model's ops not finished yet (``oi:opidx:OID`` names
+# the model); trimmed by age as written
+OPS_OPEN = f"{PREFIX}:ops:open"
 # STRING: the version of the model indexes, set when they are known complete (with the
 # schema version by the first writer of a fresh store, or by ``openrl-inspect reindex``);
 # absent: data may predate them. Its hash tag is the schema version key's whole name, so

@@ -127,7 +127,7 @@ class Attention:
     # exceeds it
     scanned: int
     needing: int  # how many need a person, this page and the next ones
-    truncated: bool  # more candidates of one kind (quiet, failed, failing, slow) than judged
+    truncated: bool  # more candidates of one kind (quiet, failed, failing, slow, hung) than judged
     end_cursor: str | None
     has_next: bool
     offset: int = 0  # of this page's first model among those needing a person
@@ -138,8 +138,8 @@ class Attention:
         return max(0, self.needing - self.offset - len(self.models))
 
 
-# The most candidates of each kind (quiet, recently failed, failing, slow) one answer
-# judges.
+# The most candidates of each kind (quiet, recently failed, failing, slow, open too
+# long) one answer judges.
 MAX_JUDGED = 2_000
 _CURSOR = "attention"
 
@@ -161,8 +161,9 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
     (stuck, stalled, lost ops, waiting, idle) are those quiet for longer than a heartbeat
     timeout: read by score, never by scanning every model. The models that keep moving
     but may need a person are read the same way from the indexes the recorder keeps as
-    it writes: those with an op failed lately, and those whose newest steps are slower
-    than their earlier ones past the inspector's ratio. Those, and the models failed in
+    it writes: those with an op failed lately, those whose newest steps are slower than
+    their earlier ones past the inspector's ratio, and those with an op open longer
+    than the stuck threshold (every model's open ops in one index). Those, and the models failed in
     the last day, are judged in full by the model's summary and ranked; ``first`` from
     ``after`` are shown.
     """
@@ -175,17 +176,23 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
         cap=MAX_JUDGED + 1,
         failing_since=ctx.now - t.failing_within_s,
         slow_above=t.slow_pace_ratio,
+        open_before=ctx.now - t.stuck_after_s,
     )
     found = await ctx.state.live_models.load(ask)
-    lists = (found.quiet, found.failed, found.failing, found.slow)
-    moving = {p.member for p in found.failing[:MAX_JUDGED] + found.slow[:MAX_JUDGED]}
-    ids = [p.member for part in lists for p in part[:MAX_JUDGED]]
-    records = await ctx.state.models.load_each(list(dict.fromkeys(ids)), BadRecord)
+    open_too_long = [p.member for p in found.open_ops[:MAX_JUDGED]]
+    hung = await ctx.state.op_models.load_many(open_too_long) if open_too_long else []
+    lists = (found.quiet, found.failed, found.failing, found.slow, found.open_ops)
+    listed = [p.member for part in (found.quiet, found.failed) for p in part[:MAX_JUDGED]]
+    moving = [p.member for p in found.failing[:MAX_JUDGED] + found.slow[:MAX_JUDGED]]
+    moving += [mid for mid in hung if mid is not None]
+    records = await ctx.state.models.load_each(list(dict.fromkeys(listed + moving)), BadRecord)
+    quiet_or_failed = set(listed)
     models = [
         r
         for r in records
         # a moving model's entry may outlive its life (a late record): live ones only
-        if isinstance(r, ModelRecord) and not (r.id in moving and r.state in TERMINAL_STATES)
+        if isinstance(r, ModelRecord)
+        and (r.id in quiet_or_failed or r.state not in TERMINAL_STATES)
     ]
     live = found.live
     if not scope.sees_everything(ctx):

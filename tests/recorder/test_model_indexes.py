@@ -95,3 +95,17 @@ def test_paces_score_runs_of_consecutive_steps_and_ignore_replays_and_late_steps
     for i in range(MAX_MODELS + 1):
         p.finished(f"x{i}", 0, 0.0)
     assert len(p) == MAX_MODELS
+
+
+def test_every_models_open_ops_are_one_index_trimmed_by_age() -> None:
+    client = fake()
+    rec = Recorder(client, Retention(open_ops_index_s=1_000.0), settings=QUIET, start=False)
+    rec.op_accepted("m1", "o1", "forward", 0, at=10.0)
+    rec.op_accepted("m2", "o2", "forward", 0, at=20.0)
+    rec.op_accepted("m2", "o3", "forward", 0, at=30.0)
+    rec.op_finished("m2", "o3", "succeeded", at=31.0)
+    rec.flush()
+    assert client.zrange(keys.OPS_OPEN, 0, -1, withscores=True) == [("o1", 10.0), ("o2", 20.0)]
+    rec.op_accepted("m3", "o4", "forward", 0, at=1_015.0)  # o1 is past the retention
+    rec.flush()
+    assert client.zrange(keys.OPS_OPEN, 0, -1) == ["o2", "o4"]

@@ -1,7 +1,8 @@
 """Attention over the models that keep moving (issue 29): a model slowed down to several
-times its own step time, and one whose ops keep failing while it steps, are never quiet,
-yet are found among many healthy moving models through the indexes the recorder keeps
-(``oi:models:pace``, ``oi:models:failing``), judged by the model's summary; the healthy
+times its own step time, one whose ops keep failing while it steps, and one with an op
+hung for an hour while its other ops go on, are never quiet, yet are found among many
+healthy moving models through the indexes the recorder keeps (``oi:models:pace``,
+``oi:models:failing``, ``oi:ops:open``), judged by the model's summary; the healthy
 ones, a one-off slow step and an old failure included, are not listed."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from openrl_inspect.state import keys
 
 QUIET = RecorderSettings(publish_counters=False, recorder_id="moving", flush_at_exit=False)
 HEALTHY = 60
+LIVE = HEALTHY + 5
 STEP_S = 4.0
 
 
@@ -63,6 +65,9 @@ def world(now: float) -> tuple[fakeredis.FakeServer, Recorder]:
     moving(rec, "slow", [STEP_S] * 12 + [5 * STEP_S] * 5, now)  # five steps 5x slower
     moving(rec, "failing", [STEP_S] * 17, now, range(11, 17))  # its last six fail
     moving(rec, "one-slow-step", [STEP_S] * 16 + [3 * STEP_S], now)  # one only: healthy
+    moving(rec, "hung", [STEP_S] * 17, now)
+    rec.op_accepted("hung", "hung-save", "save_weights", 16, at=now - 3_600)  # never ends
+    rec.op_started("hung", "hung-save", "w-hung", at=now - 3_599)
     # A failure over an hour ago (in its first step), the model stepping fine since.
     moving(rec, "old-failure", [10_000.0] + [STEP_S] * 15, now, range(1))
     rec.flush()
@@ -82,16 +87,16 @@ def test_a_slowed_model_and_a_failing_one_are_found_among_healthy_moving_ones() 
     now = time.time()
     server, _ = world(now)
     found = asyncio.run(_attention(server, now))
-    live = HEALTHY + 4
-    assert found.scanned == live
+    assert found.scanned == LIVE
     by_id = {s.model.id: s for s in found.models}
-    assert sorted(by_id) == ["failing", "slow"]
+    assert sorted(by_id) == ["failing", "hung", "slow"]
+    assert by_id["hung"].verdict == Verdict.STUCK
     assert by_id["slow"].verdict == Verdict.SLOW
     assert CauseKind.PACE_REGRESSION in {c.kind for c in by_id["slow"].diagnosis.causes}
     failing = by_id["failing"]
     assert failing.diagnosis.causes[0].kind == CauseKind.OP_FAILED
     assert failing.last_error is not None and "CUDA" in failing.last_error.error
-    assert (found.needing, found.truncated, found.has_next) == (2, False, False)
+    assert (found.needing, found.truncated, found.has_next) == (3, False, False)
 
 
 def test_the_indexes_hold_the_troubled_models_and_judging_reads_only_those() -> None:
@@ -107,8 +112,10 @@ def test_the_indexes_hold_the_troubled_models_and_judging_reads_only_those() -> 
     assert failing == ["old-failure", "failing"]  # the old one is past the inspector's hour
     # With the thresholds past what the models show, nobody is a candidate: the healthy
     # moving models are never judged, the troubled ones only through their indexes.
-    quiet = asyncio.run(_attention(server, now, slow_pace_ratio=6.0, failing_within_s=1.0))
-    assert (quiet.scanned, quiet.models) == (HEALTHY + 4, [])
+    assert client.zrange(keys.OPS_OPEN, 0, -1) == ["hung-save"]
+    high = {"slow_pace_ratio": 6.0, "failing_within_s": 1.0, "stuck_after_s": 7_200.0}
+    quiet = asyncio.run(_attention(server, now, **high))
+    assert (quiet.scanned, quiet.models) == (LIVE, [])
 
 
 def test_a_model_that_ends_leaves_the_moving_indexes() -> None:
@@ -122,7 +129,8 @@ def test_a_model_that_ends_leaves_the_moving_indexes() -> None:
     assert "failing" not in client.zrange(keys.MODELS_FAILING, 0, -1)
     found = asyncio.run(_attention(server, now + 1))
     # The failed model is listed as failed (the recently failed index), the ended not.
-    assert [(s.model.id, s.verdict) for s in found.models] == [("failing", Verdict.FAILED)]
+    listed = [(s.model.id, s.verdict) for s in found.models]
+    assert listed == [("failing", Verdict.FAILED), ("hung", Verdict.STUCK)]
 
 
 def test_reindex_builds_the_moving_indexes_for_data_written_before_them() -> None:
@@ -131,14 +139,15 @@ def test_reindex_builds_the_moving_indexes_for_data_written_before_them() -> Non
     client = fakeredis.FakeRedis(server=server, decode_responses=True)
     written = {
         key: client.zrange(key, 0, -1, withscores=True)
-        for key in (keys.MODELS_PACE, keys.MODELS_FAILING)
+        for key in (keys.MODELS_PACE, keys.MODELS_FAILING, keys.OPS_OPEN)
     }
-    client.delete(keys.MODELS_PACE, keys.MODELS_FAILING)  # as an older writer left them
+    client.delete(keys.MODELS_PACE, keys.MODELS_FAILING, keys.OPS_OPEN)  # an older writer's
     client.zadd(keys.MODELS_PACE, {"gone": 9.0})  # an entry that outlived its model
+    client.zadd(keys.OPS_OPEN, {"of-a-model-gone": 1.0})
     found = reindex(client)
-    assert (found.paced, found.failing) == (HEALTHY + 4, 2)
+    assert (found.paced, found.failing, found.open_ops, found.pruned) == (LIVE, 2, 1, 2)
     for key, pairs in written.items():
         assert client.zrange(key, 0, -1, withscores=True) == pairs
     assert reindex(client).pruned == 0  # idempotent: a second pass changes nothing
     found_models = asyncio.run(_attention(server, now)).models
-    assert sorted(s.model.id for s in found_models) == ["failing", "slow"]
+    assert sorted(s.model.id for s in found_models) == ["failing", "hung", "slow"]
