@@ -10,13 +10,15 @@ idempotent: running it again, or beside live recorders, leaves the same indexes.
 Live models enter the live index at the time they entered their state unless a recorder
 already put them there later (``ZADD GT``); owner and base-model entries whose model is
 in no state index any more (its keys expired) are pruned for every owner and base model
-it meets. The moving models' indexes are built from each live model's rollup (its
-newest ``PACE_ENTRIES`` step entries: the last failed op's finish, ``ZADD GT``; the pace
-``_pace.score`` gives the finishes of its consecutive steps); a model without a rollup
-(data written before rollups) is left to the recorder's next records. Their entries of
-models no longer live are pruned. Every live model's open ops enter ``oi:ops:open``;
-entries there of ops no live model has open are pruned if accepted before the pass
-began (a recorder may have added one since). The indexes are declared complete last.
+it meets. Each session in the live or closed index enters its owner's sessions index
+(entries of sessions in neither are pruned for the owners met). The moving models'
+indexes are built from each live model's rollup (its newest ``PACE_ENTRIES`` step
+entries: the last failed op's finish, ``ZADD GT``; the pace ``_pace.score`` gives the
+finishes of its consecutive steps); a model without a rollup (data written before
+rollups) is left to the recorder's next records. Their entries of models no longer live
+are pruned. Every live model's open ops enter ``oi:ops:open``; entries there of ops no
+live model has open are pruned if accepted before the pass began (a recorder may have
+added one since). The indexes are declared complete last, at ``keys.INDEXES_VERSION``.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class ReindexReport:
     """What a pass found and wrote."""
 
     models: int  # models found in a state index
-    owners: int  # owners indexed
+    owners: int  # owners indexed (of models)
     base_models: int
     live: int
     without_owner: int  # models whose session (hence owner) is gone
@@ -54,6 +56,7 @@ class ReindexReport:
     failing: int = 0  # live models with a failed op in their rollup's newest steps
     paced: int = 0  # live models given a pace score
     open_ops: int = 0  # ops open in live models
+    sessions: int = 0  # sessions indexed by owner
 
 
 def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -117,11 +120,27 @@ def reindex(client: Any) -> ReindexReport:
         mids,
         lambda pipe, mid: pipe.hmget(keys.model(mid), "session_id", "base_model", "created_at"),
     )
-    sessions = sorted({s for f in fields if (s := _text(f[0]))})
-    owners_raw = _read(client, sessions, lambda pipe, sid: pipe.hget(keys.session(sid), "owner"))
-    owner_of = {sid: o for sid, raw in zip(sessions, owners_raw, strict=True) if (o := _text(raw))}
+    stored_sessions = dict(_whole(client, keys.SESSIONS_LIVE))
+    stored_sessions |= dict(_whole(client, keys.SESSIONS_CLOSED))
+    sessions = sorted({s for f in fields if (s := _text(f[0]))} | set(stored_sessions))
+    session_fields = _read(
+        client, sessions, lambda pipe, sid: pipe.hmget(keys.session(sid), "owner", "created_at")
+    )
+    owner_of = {
+        sid: o for sid, raw in zip(sessions, session_fields, strict=True) if (o := _text(raw[0]))
+    }
 
     found = _indexes_of(mids, fields, state_of, owner_of)
+    found.stored_sessions = set(stored_sessions)
+    for sid, (owner_raw, created_raw) in zip(sessions, session_fields, strict=True):
+        owner = _text(owner_raw)
+        if owner is None or sid not in stored_sessions:
+            continue  # a session gone: its models keep their owner, it has no entry
+        try:
+            created = float(_text(created_raw) or stored_sessions[sid])
+        except ValueError:
+            created = stored_sessions[sid]
+        found.sessions_by_owner.setdefault(owner, {})[sid] = created
     live = [mid for mid, _ in found.live]
     entries = _read(
         client, live, lambda pipe, mid: pipe.zrevrange(keys.rollup_steps(mid), 0, PACE_ENTRIES - 1)
@@ -146,6 +165,7 @@ def reindex(client: Any) -> ReindexReport:
         failing=len(found.failing),
         paced=len(found.pace),
         open_ops=len(found.open_ops),
+        sessions=sum(len(m) for m in found.sessions_by_owner.values()),
     )
 
 
@@ -199,6 +219,8 @@ class _Indexes:
     failing: list[tuple[str, float]] = field(default_factory=list)
     pace: list[tuple[str, float]] = field(default_factory=list)
     open_ops: list[tuple[str, float]] = field(default_factory=list)  # op id -> accepted
+    sessions_by_owner: dict[str, dict[str, float]] = field(default_factory=dict)
+    stored_sessions: set[str] = field(default_factory=set)  # in the live or closed index
     without_owner: int = 0
 
     def commands(self) -> list[tuple[Any, ...]]:
@@ -208,6 +230,8 @@ class _Indexes:
             commands += _zadds(keys.models_of_owner(owner), list(members.items()))
         for base, members in self.by_base.items():
             commands += _zadds(keys.models_of_base(base), list(members.items()))
+        for owner, members in self.sessions_by_owner.items():
+            commands += _zadds(keys.sessions_of_owner(owner), list(members.items()))
         for part in _chunks(self.live):
             commands.append(("ZADD", keys.MODELS_LIVE, "GT", *_flat(part)))
         for part in _chunks(self.failing):
@@ -259,6 +283,9 @@ def _pruning(
     for key in [*index_keys, *live_keys]:
         keep = live_now if key in live_keys else state_of
         gone = [m for m, _ in _whole(client, key) if m not in keep]
+        pruning += [("ZREM", key, *part) for part in _chunks(gone)]
+    for key in [keys.sessions_of_owner(o) for o in found.sessions_by_owner]:
+        gone = [s for s, _ in _whole(client, key) if s not in found.stored_sessions]
         pruning += [("ZREM", key, *part) for part in _chunks(gone)]
     still_open = {oid for oid, _ in found.open_ops}
     closed = [o for o, at in _whole(client, keys.OPS_OPEN) if o not in still_open and at < began]

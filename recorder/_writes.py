@@ -51,6 +51,7 @@ def session_opened(b: Batch, sid: str, owner: str, client: Mapping[str, Any], at
         ),
     )
     b.zadd(keys.SESSIONS_LIVE, sid, at)
+    b.zadd(keys.sessions_of_owner(owner), sid, at)
     _remember(b.owners, sid, owner)
 
 

@@ -46,6 +46,17 @@ def after(pos: Position | None, items: list[Position]) -> list[Position]:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionQuery:
+    """The sessions of ``owners`` (one of them) in the live or the closed index, newest
+    first by their score there (created, or closed), ties by id; counted exactly."""
+
+    first: int
+    owners: tuple[str, ...]
+    live: bool = True
+    after: Position | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LiveAsk:
     """What attention reads of the live, failed, failing and pace indexes
     (``StateStore.live_models``). The thresholds are the inspector's; the indexes only

@@ -54,7 +54,9 @@ OPS_OPEN = f"{PREFIX}:ops:open"
 # absent: data may predate them. Its hash tag is the schema version key's whole name, so
 # both live on one Cluster slot and one script sets them together.
 INDEXES_KEY = f"{PREFIX}:models:indexed:{{{SCHEMA_VERSION_KEY}}}"
-INDEXES_VERSION = 1
+# 2: the sessions by owner and the moving models' indexes were added; a store declared
+# complete at 1 lacks them for what was written before, until ``reindex`` runs again.
+INDEXES_VERSION = 2
 
 
 def _index_name(value: str) -> str:
@@ -68,6 +70,11 @@ def _index_name(value: str) -> str:
 def models_of_owner(owner: str) -> str:
     """ZSET model id -> created (s): the models of an owner's sessions."""
     return f"{PREFIX}:models:owner:{_index_name(owner)}"
+
+
+def sessions_of_owner(owner: str) -> str:
+    """ZSET session id -> created (s): an owner's sessions, live and closed."""
+    return f"{PREFIX}:sessions:owner:{_index_name(owner)}"
 
 
 def models_of_base(base_model: str) -> str:

@@ -5,7 +5,7 @@ like every other write (``test_recorder_unit``, also with times out of order).""
 from __future__ import annotations
 
 import fakeredis
-from openrl_inspect.recorder import Recorder, RecorderSettings, Retention
+from openrl_inspect.recorder import Recorder, RecorderSettings, Retention, reindex
 from openrl_inspect.recorder._pace import MAX_MODELS, Paces, score
 from openrl_inspect.state import keys
 
@@ -109,3 +109,26 @@ def test_every_models_open_ops_are_one_index_trimmed_by_age() -> None:
     rec.op_accepted("m3", "o4", "forward", 0, at=1_015.0)  # o1 is past the retention
     rec.flush()
     assert client.zrange(keys.OPS_OPEN, 0, -1) == ["o2", "o4"]
+
+
+def test_sessions_are_indexed_by_owner_and_reindex_builds_it_for_older_data() -> None:
+    client = fake()
+    rec = Recorder(client, settings=QUIET, start=False)
+    rec.session_opened("s1", "alice", at=1.0)
+    rec.session_opened("s2", "bob", at=2.0)
+    rec.session_opened("s3", "alice", at=3.0)
+    rec.session_closed("s1", at=4.0)
+    rec.flush()
+    assert client.zrange(keys.sessions_of_owner("alice"), 0, -1, withscores=True) == [
+        ("s1", 1.0),
+        ("s3", 3.0),
+    ]
+    # Data from before the index: an older writer left no entries, and a stale one.
+    client.delete(keys.sessions_of_owner("alice"), keys.sessions_of_owner("bob"))
+    client.zadd(keys.sessions_of_owner("alice"), {"s-gone": 0.5})
+    client.set(keys.INDEXES_KEY, "1")  # complete once, before this index existed
+    found = reindex(client)
+    assert found.sessions == 3
+    assert client.zrange(keys.sessions_of_owner("alice"), 0, -1) == ["s1", "s3"]
+    assert client.zrange(keys.sessions_of_owner("bob"), 0, -1) == ["s2"]
+    assert client.get(keys.INDEXES_KEY) == str(keys.INDEXES_VERSION)

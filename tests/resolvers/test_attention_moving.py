@@ -11,8 +11,10 @@ import asyncio
 import time
 
 import fakeredis
+import pytest
 from openrl_inspect.adapters.redis import RedisStateStore
 from openrl_inspect.core.domain import CauseKind, Verdict
+from openrl_inspect.core.errors import IndexesNotBuilt
 from openrl_inspect.core.settings import Thresholds
 from openrl_inspect.recorder import Recorder, RecorderSettings, reindex
 from openrl_inspect.resolvers.context import Backends, Context
@@ -144,6 +146,9 @@ def test_reindex_builds_the_moving_indexes_for_data_written_before_them() -> Non
     client.delete(keys.MODELS_PACE, keys.MODELS_FAILING, keys.OPS_OPEN)  # an older writer's
     client.zadd(keys.MODELS_PACE, {"gone": 9.0})  # an entry that outlived its model
     client.zadd(keys.OPS_OPEN, {"of-a-model-gone": 1.0})
+    client.set(keys.INDEXES_KEY, "1")  # declared complete before these indexes existed
+    with pytest.raises(IndexesNotBuilt):  # said so, rather than answering short
+        asyncio.run(_attention(server, now))
     found = reindex(client)
     assert (found.paced, found.failing, found.open_ops, found.pruned) == (LIVE, 2, 1, 2)
     for key, pairs in written.items():
