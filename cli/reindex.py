@@ -26,6 +26,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     print(
         f"reindexed {found.models} models: {found.owners} owners, {found.base_models} base "
         f"models, {found.live} live; {found.without_owner} without an owner (session gone), "
-        f"{found.pruned} stale entries pruned"
+        f"{found.pruned} stale entries pruned; {found.failing} live with a failed op, "
+        f"{found.paced} with a pace, {found.open_ops} open ops; {found.sessions} sessions "
+        "indexed by owner"
     )
     return 0

@@ -155,6 +155,11 @@ class Thresholds:
     heartbeat_stale_s: float = 30.0
     # An op running longer than this on a live worker is stuck.
     stuck_after_s: float = 600.0
+    # Attention also judges the live models that keep moving: those with an op failed
+    # within this many seconds, and those whose newest steps take more than this many
+    # times their earlier ones (the recorder's failing and pace indexes).
+    failing_within_s: float = 3_600.0
+    slow_pace_ratio: float = 1.5
 
 
 #: ``serve``'s freshness window: dashboards poll the same pages every few seconds, and an

@@ -18,7 +18,7 @@ from openrl_inspect.adapters.redis import (
 )
 from openrl_inspect.core.errors import BackendNotConfigured
 from openrl_inspect.loaders.batch import BatchLoader
-from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery, SessionQuery
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -46,6 +46,8 @@ class StateLoaders:
     rollups: BatchLoader[tuple[str, int], ModelRollup | None]
     # a filtered list of models (state/filters.py), counted exactly
     model_pages: BatchLoader[ModelQuery, Page]
+    # an owner's sessions in a state (state/filters.py), counted exactly
+    session_pages: BatchLoader[SessionQuery, Page]
     # the live models counted, the quiet and the recently failed ones (attention)
     live_models: BatchLoader[LiveAsk, LiveModels]
 
@@ -73,5 +75,6 @@ class StateLoaders:
             sampler_batches=BatchLoader(load_batches),
             rollups=BatchLoader(store.rollups),
             model_pages=BatchLoader(store.model_pages),
+            session_pages=BatchLoader(store.session_pages),
             live_models=BatchLoader(load_live),
         )

@@ -7,6 +7,9 @@ Combining is exact for what the records do:
 - ZADD and ZREM on one key keep, per member, the last operation (its score, or its
   removal), then send one ZADD and one ZREM;
 - HSETNX keeps the first value per field (later ones would have been no-ops);
+- ZADD GT (``raise_score``: add a member, or move its score forward) keeps the highest
+  score per member; after the member's ZADD in the batch it raises that ZADD's score,
+  after its ZREM it becomes a ZADD, and the others go before the key's ZADD and ZREM;
 - ZADD XX GT (``touch``: move a member's score forward if it is there) keeps the
   highest score per member; a touch after the member's ZADD in the batch raises that
   ZADD's score, one after its ZREM is dropped, and the others go before the key's ZADD
@@ -24,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from openrl_inspect.recorder._config import Retention
+from openrl_inspect.recorder._pace import Paces
 from openrl_inspect.recorder._rollup import command as rollup_command
 from openrl_inspect.recorder._scripts import sha
 
@@ -36,6 +40,7 @@ class Batch:
     __slots__ = (
         "_ex",
         "_gt",
+        "_gtadd",
         "_h",
         "_nx",
         "_ru",
@@ -46,6 +51,7 @@ class Batch:
         "_z",
         "id_prefix",
         "owners",
+        "paces",
         "r",
         "seq",
         "worker_id",
@@ -57,11 +63,15 @@ class Batch:
         id_prefix: str = "",
         worker_id: str | None = None,
         owners: dict[str, str] | None = None,
+        paces: Paces | None = None,
     ) -> None:
         self.r = r
         # session id -> owner, of the sessions this recorder saw opened (``_flow`` keeps
         # it across batches): what a model's creation is indexed under when not given.
         self.owners: dict[str, str] = {} if owners is None else owners
+        # the step finishes this recorder saw, per model (``_flow`` keeps it across
+        # batches): what ``oi:models:pace`` is scored from
+        self.paces = Paces() if paces is None else paces
         self.id_prefix = id_prefix
         self.worker_id = worker_id
         self.seq = 0  # the current record's sequence number, set by whoever compiles
@@ -69,6 +79,7 @@ class Batch:
         self._nx: dict[tuple[str, str], str] = {}
         self._z: dict[str, dict[str, float | None]] = {}
         self._gt: dict[str, dict[str, float]] = {}
+        self._gtadd: dict[str, dict[str, float]] = {}
         self._s: dict[str, tuple[str, int]] = {}
         self._ts: dict[str, float] = {}
         self._tr: dict[str, int] = {}
@@ -130,6 +141,20 @@ class Batch:
         elif score > gt.get(member, -float("inf")):
             gt[member] = score
 
+    def raise_score(self, key: str, member: str, score: float) -> None:
+        """Add ``member`` at ``score``, or raise its score to ``score`` (ZADD GT)."""
+        z = self._z.get(key)
+        if z is not None and member in z:
+            old = z[member]
+            # after the member's ZADD in the batch: the higher; after its ZREM: added
+            z[member] = score if old is None or score > old else old
+            return
+        gt = self._gtadd.get(key)
+        if gt is None:
+            self._gtadd[key] = {member: score}
+        elif score > gt.get(member, -float("inf")):
+            gt[member] = score
+
     def set(self, key: str, value: str, ex: int) -> None:
         self._s[key] = (value, ex)
 
@@ -177,6 +202,7 @@ class Batch:
             + len(self._nx)
             + len(self._z)
             + len(self._gt)
+            + len(self._gtadd)
             + len(self._s)
             + len(self._ts)
             + len(self._tr)
@@ -222,6 +248,12 @@ class Batch:
                 pairs.append(top)
                 pairs.append(member)
             out.append(("ZADD", key, "XX", "GT", *pairs))
+        for key, raised in self._gtadd.items():
+            pairs = []
+            for member, top in raised.items():
+                pairs.append(top)
+                pairs.append(member)
+            out.append(("ZADD", key, "GT", *pairs))
         for key, members in self._z.items():
             add: list[Any] = []
             rem: list[str] = []

@@ -115,6 +115,13 @@ class Retention:
     max_logs_per_model: int = 5_000
     # A client log message longer than this is cut (and marked ``truncated``).
     max_log_message_chars: int = 4_096
+    # Entries of ``oi:models:failing`` (a model's last failed op) older than this are
+    # trimmed as failures are written: attention reads only its recent end.
+    failing_index_s: float = 1 * DAY
+    # Entries of ``oi:ops:open`` (every model's unfinished ops) accepted longer ago than
+    # this are trimmed as ops are accepted: an op open that long belongs to a model
+    # whose keys have expired, or was never finished.
+    open_ops_index_s: float = 7 * DAY
     # Recorder counters hashes (``oi:recorder:RID``) and their index.
     recorder_ttl_s: float = 1 * DAY
 

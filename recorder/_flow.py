@@ -17,6 +17,7 @@ import redis.exceptions as rexc
 from openrl_inspect.recorder._batch import Batch, Command
 from openrl_inspect.recorder._buffer import Buffer, Record, log
 from openrl_inspect.recorder._config import RecorderSettings, Retention
+from openrl_inspect.recorder._pace import Paces
 from openrl_inspect.recorder._status import Sent, Status
 from openrl_inspect.recorder._writes import WRITES
 
@@ -101,6 +102,7 @@ class Flow:
         self._id_prefix = f"{status.recorder_id}/"
         self._wid = worker_id
         self._owners: dict[str, str] = {}  # session -> owner, of sessions opened here
+        self._paces = Paces()  # the step finishes recorded here (``oi:models:pace``)
         self.held: Pending | None = None  # sent, to be retried until settled
         self.next: Pending | None = None  # compiled while Redis works, not sent yet
         self._seq = 0
@@ -156,7 +158,7 @@ class Flow:
                 continue
 
     def _batch(self) -> Batch:
-        return Batch(self.retention, self._id_prefix, self._wid, self._owners)
+        return Batch(self.retention, self._id_prefix, self._wid, self._owners, self._paces)
 
     def _compile(self, p: Pending) -> None:
         """All records into one combined batch; on any error, one batch per record."""

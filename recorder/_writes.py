@@ -51,6 +51,7 @@ def session_opened(b: Batch, sid: str, owner: str, client: Mapping[str, Any], at
         ),
     )
     b.zadd(keys.SESSIONS_LIVE, sid, at)
+    b.zadd(keys.sessions_of_owner(owner), sid, at)
     _remember(b.owners, sid, owner)
 
 
@@ -126,6 +127,10 @@ def model_record(b: Batch, mid: str, fields: dict[str, Any], state: str, at: flo
     b.zadd(keys.models_in_state(state), mid, at)
     if state in TERMINAL_STATES:
         b.zrem(keys.MODELS_LIVE, mid)
+        # Only live models need a person for moving badly (a failed one is listed apart).
+        b.zrem(keys.MODELS_FAILING, mid)
+        b.zrem(keys.MODELS_PACE, mid)
+        b.paces.forget(mid)
     else:
         b.zadd(keys.MODELS_LIVE, mid, at)
 
@@ -173,6 +178,10 @@ def op_accepted(
     b.hsetnx(keys.step(mid, step), "started_at", sat)
     b.zadd(keys.step_ops(mid, step), oid, at)
     b.zadd(keys.open_ops(mid), oid, at)
+    # Every model's open ops in one index: attention finds an op hung in a model that
+    # keeps moving by its oldest end, without reading every model's ``ops:open``.
+    b.zadd(keys.OPS_OPEN, oid, at)
+    b.trim_score(keys.OPS_OPEN, at - r.open_ops_index_s)
     b.set(keys.op_index(oid), mid, int(r.op_index_ttl_s))
     if session_id is not None:
         b.hset1(keys.session(session_id), "last_activity_at", sat)
@@ -214,6 +223,12 @@ def op_finished(
         fields["error"] = error
     b.hset(keys.op(mid, oid), fields)
     b.zrem(keys.open_ops(mid), oid)
+    b.zrem(keys.OPS_OPEN, oid)
+    if status == OpStatus.FAILED:
+        # The model's last failure (only forward: records from several processes, in
+        # any order, leave the latest); the recent end is what attention reads.
+        b.raise_score(keys.MODELS_FAILING, mid, at)
+        b.trim_score(keys.MODELS_FAILING, at - b.r.failing_index_s)
     b.rollup_op(mid, oid)
     progress(b, mid, at)
 
@@ -229,6 +244,9 @@ def step_metrics(
     fields = {"metrics": dumps(metrics)}
     if finished:
         fields["finished_at"] = repr(at)
+        pace = b.paces.finished(mid, step, at)
+        if pace is not None:
+            b.zadd(keys.MODELS_PACE, mid, pace)
     b.zadd(keys.steps(mid), str(step), step)
     b.hset(keys.step(mid, step), fields)
     b.rollup_step(mid, step)

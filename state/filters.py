@@ -9,7 +9,7 @@ else by its creation, ties by id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openrl_inspect.state.paging import Position
 
@@ -46,12 +46,28 @@ def after(pos: Position | None, items: list[Position]) -> list[Position]:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionQuery:
+    """The sessions of ``owners`` (one of them) in the live or the closed index, newest
+    first by their score there (created, or closed), ties by id; counted exactly."""
+
+    first: int
+    owners: tuple[str, ...]
+    live: bool = True
+    after: Position | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LiveAsk:
-    """What attention reads of the live and failed indexes (``StateStore.live_models``)."""
+    """What attention reads of the live, failed, failing and pace indexes
+    (``StateStore.live_models``). The thresholds are the inspector's; the indexes only
+    order the models (docs/redis-schema.md, "Model indexes")."""
 
     quiet_before: float  # live models whose last progress is older than this
     failed_since: float  # failed models that failed at or after this
     cap: int  # the most of each
+    failing_since: float = float("inf")  # models with an op failed at or after this
+    slow_above: float = float("inf")  # models whose pace score is above this
+    open_before: float = -float("inf")  # ops (any model's) still open, accepted before this
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +75,9 @@ class LiveModels:
     live: int  # every live model
     quiet: list[Position]  # longest quiet first
     failed: list[Position]  # newest failure first
+    # Models that keep moving but may need a person; their entries may outlive the
+    # model's life (a late record), so the caller keeps only the live ones.
+    failing: list[Position] = field(default_factory=list)  # newest failed op first
+    slow: list[Position] = field(default_factory=list)  # slowest against its past first
+    # ops, not models (``oi:opidx`` names the model): the newest accepted first
+    open_ops: list[Position] = field(default_factory=list)

@@ -41,12 +41,22 @@ def models_in_state(state: str) -> str:
 # -- the model indexes (docs/redis-schema.md, "Model indexes") ------------------------------
 
 MODELS_LIVE = f"{PREFIX}:models:live"  # ZSET live model id -> its last progress (s)
+# The moving models that may need a person (read by attention beyond its own thresholds):
+# ZSET model id -> when its last failed op finished (s); trimmed by age as written
+MODELS_FAILING = f"{PREFIX}:models:failing"
+# ZSET model id -> its newest step times over its earlier ones (recorder/_pace.py)
+MODELS_PACE = f"{PREFIX}:models:pace"
+# ZSET op id -> accepted (s), every model's ops not finished yet (``oi:opidx:OID`` names
+# the model); trimmed by age as written
+OPS_OPEN = f"{PREFIX}:ops:open"
 # STRING: the version of the model indexes, set when they are known complete (with the
 # schema version by the first writer of a fresh store, or by ``openrl-inspect reindex``);
 # absent: data may predate them. Its hash tag is the schema version key's whole name, so
 # both live on one Cluster slot and one script sets them together.
 INDEXES_KEY = f"{PREFIX}:models:indexed:{{{SCHEMA_VERSION_KEY}}}"
-INDEXES_VERSION = 1
+# 2: the sessions by owner and the moving models' indexes were added; a store declared
+# complete at 1 lacks them for what was written before, until ``reindex`` runs again.
+INDEXES_VERSION = 2
 
 
 def _index_name(value: str) -> str:
@@ -60,6 +70,11 @@ def _index_name(value: str) -> str:
 def models_of_owner(owner: str) -> str:
     """ZSET model id -> created (s): the models of an owner's sessions."""
     return f"{PREFIX}:models:owner:{_index_name(owner)}"
+
+
+def sessions_of_owner(owner: str) -> str:
+    """ZSET session id -> created (s): an owner's sessions, live and closed."""
+    return f"{PREFIX}:sessions:owner:{_index_name(owner)}"
 
 
 def models_of_base(base_model: str) -> str:

@@ -114,7 +114,8 @@ async def _check(
 
 
 def queue_live(pipe: Pipe, *, ask: LiveAsk) -> None:
-    """The live index's size, its quiet end, and the failed index's recent end."""
+    """The live index's size, its quiet end, the failed index's recent end, and the ends
+    of the failing and pace indexes past the asked thresholds."""
     pipe.zcard(keys.MODELS_LIVE)
     pipe.zrangebyscore(
         keys.MODELS_LIVE, "-inf", f"({ask.quiet_before!r}", start=0, num=ask.cap, withscores=True
@@ -127,11 +128,30 @@ def queue_live(pipe: Pipe, *, ask: LiveAsk) -> None:
         num=ask.cap,
         withscores=True,
     )
+    wanted = ((keys.MODELS_FAILING, ask.failing_since), (keys.MODELS_PACE, ask.slow_above))
+    for key, above in wanted:
+        if above == float("inf"):
+            continue  # not asked: no command, and an empty list below
+        # ``failing_since`` includes its bound (as ``failed_since``); a pace above only
+        low = repr(above) if key == keys.MODELS_FAILING else f"({above!r}"
+        pipe.zrevrangebyscore(key, "+inf", low, start=0, num=ask.cap, withscores=True)
+    if ask.open_before != -float("inf"):
+        # The newest of the ops open too long first: an op left open by a model long
+        # gone sits at the oldest end, until the recorder's trim.
+        high = f"({ask.open_before!r}"
+        pipe.zrevrangebyscore(keys.OPS_OPEN, high, "-inf", start=0, num=ask.cap, withscores=True)
 
 
-def decode_live(raw: list[Any]) -> LiveModels:
+def decode_live(raw: list[Any], ask: LiveAsk) -> LiveModels:
+    rest = iter(raw[3:])
+    failing = next(rest) if ask.failing_since != float("inf") else []
+    slow = next(rest) if ask.slow_above != float("inf") else []
+    open_ops = next(rest) if ask.open_before != -float("inf") else []
     return LiveModels(
         live=int(raw[0]),
         quiet=[Position(float(s), str(m)) for m, s in raw[1]],
         failed=[Position(float(s), str(m)) for m, s in raw[2]],
+        failing=[Position(float(s), str(m)) for m, s in failing],
+        slow=[Position(float(s), str(m)) for m, s in slow],
+        open_ops=[Position(float(s), str(m)) for m, s in open_ops],
     )

@@ -28,6 +28,7 @@ from openrl_inspect.adapters.redis._client import (
 from openrl_inspect.adapters.redis._model_index import decode_live, filtered, queue_live
 from openrl_inspect.adapters.redis._pages import read_pages, score_pairs
 from openrl_inspect.adapters.redis._rollups import decode_rollups, queue_rollups
+from openrl_inspect.adapters.redis._session_index import owned
 from openrl_inspect.core.errors import (
     BackendProtocolError,
     BadRecord,
@@ -37,7 +38,7 @@ from openrl_inspect.core.errors import (
 )
 from openrl_inspect.state import keys
 from openrl_inspect.state.decode import MAX_INT
-from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery
+from openrl_inspect.state.filters import LiveAsk, LiveModels, ModelQuery, SessionQuery
 from openrl_inspect.state.paging import Page, PageRequest
 from openrl_inspect.state.records import (
     ModelRecord,
@@ -55,7 +56,8 @@ if TYPE_CHECKING:
 
 _VERSION_CHECK_EVERY_S = 10.0
 _NOT_BUILT = (
-    "the model indexes are not built for data written before them; "
+    "the model indexes are not built for data written before them (or by an older "
+    "version, without the indexes this one reads); "
     "run `openrl-inspect reindex` with the recorder's credentials"
 )
 
@@ -92,6 +94,8 @@ class StateStore(Protocol):
     ) -> list[ModelRollup | BadRecord | None]: ...
 
     async def model_pages(self, queries: Sequence[ModelQuery]) -> list[Page]: ...
+
+    async def session_pages(self, queries: Sequence[SessionQuery]) -> list[Page]: ...
 
     async def indexes_built(self) -> bool: ...
 
@@ -190,6 +194,12 @@ class RedisStateStore:
             # A store no recorder has written yet has nothing to index (its first writer
             # declares the indexes complete); asked again until then.
             return raw[1] is None
+        try:
+            version = int(raw[0])
+        except ValueError:
+            version = 0
+        if version < keys.INDEXES_VERSION:
+            return False  # complete once, before indexes this reader needs were added
         self._indexed_at = now
         return True
 
@@ -202,14 +212,22 @@ class RedisStateStore:
             raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
         return [await filtered(self._run, q) for q in queries]
 
+    async def session_pages(self, queries: Sequence[SessionQuery]) -> list[Page]:
+        """Owners' session lists (``state.filters.SessionQuery``), each counted exactly;
+        refused (``IndexesNotBuilt``) until the indexes are known built."""
+        if not await self.indexes_built():
+            raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
+        return [await owned(self._run, q) for q in queries]
+
     async def live_models(self, ask: LiveAsk) -> LiveModels:
         """How many models are live, those (up to ``cap``) that last moved before
-        ``quiet_before``, longest quiet first, and those failed since ``failed_since``,
-        newest first: one round trip."""
+        ``quiet_before``, longest quiet first, those failed since ``failed_since``,
+        newest first, and those with an op failed since ``failing_since`` or a pace score
+        above ``slow_above``: one round trip."""
         if not await self.indexes_built():
             raise IndexesNotBuilt(BACKEND, _NOT_BUILT)
         raw = await self._run(partial(queue_live, ask=ask))
-        return decode_live(raw)
+        return decode_live(raw, ask)
 
     async def pages(self, requests: Sequence[PageRequest]) -> list[Page]:
         return await read_pages(self._run, requests)

@@ -117,7 +117,9 @@ def _raw_range(variables: dict[str, Any], local: dict[str, Any], now: float) -> 
 
 
 def _inventory(data: dict[str, Any], filters: dict[str, Any]) -> None:
-    narrow.inventory(data, owner=filters.get("owner"), model_state=filters.get("modelState"))
+    # ``owner`` is the document's (filtered before the page is cut); a model's state
+    # under its session is not an argument of a session's models.
+    narrow.inventory(data, model_state=filters.get("modelState"))
 
 
 SPECS: tuple[RouteSpec, ...] = (
@@ -125,8 +127,9 @@ SPECS: tuple[RouteSpec, ...] = (
         "/inventory",
         "Sessions and their models, with placement and live cluster state",
         "Sessions newest first, each with its models: state, step count, latest placement "
-        "(node, GPUs) and live pods. Filter sessions by `state`; page with `after`. `owner` "
-        "and `modelState` filter each page (counts stay those of the page before filtering).",
+        "(node, GPUs) and live pods. Filter sessions by `state` and `owner` (before the page "
+        "is cut: full pages, an exact `totalCount`); page with `after`. `modelState` "
+        "filters each session's models (their counts stay those before filtering).",
         ("inventory",),
         "sessions",
         (
@@ -139,7 +142,7 @@ SPECS: tuple[RouteSpec, ...] = (
             _first(10, 50, what="Sessions"),
             AFTER,
             _first(20, 50, name="models", what="Models of each session"),
-            Param("owner", "string", "Only this owner's sessions.", local=True),
+            Param("owner", "string", "Only this owner's sessions.", min_length=1, max_length=256),
             Param(
                 "modelState", "enum", "Only models in this state.", choices=MODEL_STATES, local=True
             ),

@@ -13,7 +13,7 @@ from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.decode import MAX_INT
-from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery
+from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery, SessionQuery
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
 from openrl_inspect.state.paging import ListRef, Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import (
@@ -29,6 +29,7 @@ from openrl_inspect.state.rollup import ModelRollup
 R = TypeVar("R")
 # The cursor kind of a filtered list of models (a state alone pages its own index).
 MODELS_CURSOR = "models"
+SESSIONS_CURSOR = "owned_sessions"
 K = TypeVar("K", bound=Hashable)
 
 
@@ -120,8 +121,13 @@ async def op(ctx: Context, oid: str) -> OpRecord:
 
 
 async def sessions(
-    ctx: Context, live: bool, first: int | None, after: str | None
+    ctx: Context, live: bool, first: int | None, after: str | None, owner: str | None = None
 ) -> Paged[SessionRecord]:
+    """Live or closed sessions, newest first; ``owner``: only that owner's, read from its
+    sessions index before the page is cut (every page full unless it is the last, an
+    exact ``total``), for a viewer only one of its own owners."""
+    if owner is not None:
+        return await _owned_sessions(ctx, live, first, after, _check_name("owner", owner))
     ref = ListRef("sessions", (SessionState.LIVE if live else SessionState.CLOSED,))
 
     async def keep(recs: Sequence[SessionRecord | BadRecord]) -> list[bool]:
@@ -130,6 +136,24 @@ async def sessions(
     return await scope.scoped(
         ctx, ref, first, after, lambda ps: _each(ctx.state.sessions, _ids(ps)), keep
     )
+
+
+async def _owned_sessions(
+    ctx: Context, live: bool, first: int | None, after: str | None, owner: str
+) -> Paged[SessionRecord]:
+    visible = scope.sees_everything(ctx) or owner in ctx.principal.owners
+    size = page_size(ctx, first)
+    position = decode_cursor(SESSIONS_CURSOR, after) if after else None
+    query = SessionQuery(size, (owner,) if visible else (), live, position)
+    page = await ctx.state.session_pages.load(query)
+    records = await _each(ctx.state.sessions, _ids(page.items)) if page.items else []
+    items = [
+        (Cursor(SESSIONS_CURSOR, pos), rec)
+        for pos, rec in zip(page.items, records, strict=True)
+        if rec is not None
+    ]
+    end = encode_cursor(SESSIONS_CURSOR, page.items[-1]) if page.items else None
+    return Paged(items, page.total, page.has_next, position is not None, end)
 
 
 # Free text from OpenRL (an owner, a base model) is refused past this many characters.

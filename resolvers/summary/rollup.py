@@ -13,11 +13,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openrl_inspect.core.domain import ModelState, Verdict
+from openrl_inspect.core.domain import TERMINAL_STATES, ModelState, Verdict
 from openrl_inspect.core.errors import BadRecord, InvalidInput
 from openrl_inspect.resolvers import scope
 from openrl_inspect.resolvers.context import Context
 from openrl_inspect.resolvers.diagnosis import Unknown
+from openrl_inspect.resolvers.diagnosis.rank import DEAD, LOST, TIERS
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.resolvers.summary.model import ModelSummary, model_summary
 from openrl_inspect.state.filters import LiveAsk
@@ -31,6 +32,9 @@ FINE = frozenset({Verdict.PROGRESSING, Verdict.ENDED})
 MAX_WORST = 20
 RECENT_FAILURE_S = 86_400.0  # a failed model needs a person for a day, then it is history
 ROLLUP_STEPS = 10  # the recent steps each model of a rollup is judged over
+# Attention's window: enough steps for a pace baseline (the diagnosis compares its newest
+# 5 step times with at least 8 before them), so a model slowing down is judged SLOW.
+ATTENTION_STEPS = 16
 
 
 def need_order(now: float, s: ModelSummary) -> tuple[int, int, float]:
@@ -43,8 +47,19 @@ def need_order(now: float, s: ModelSummary) -> tuple[int, int, float]:
     return severity, rank, since
 
 
+def needs_person(s: ModelSummary) -> bool:
+    """Not fine, or progressing while its work fails or is lost: a model stepping on
+    while its ops keep failing is judged PROGRESSING (the verdict follows its steps) with
+    a failed-ops cause, and needs a person all the same."""
+    if s.verdict not in FINE:
+        return True
+    return s.verdict == Verdict.PROGRESSING and any(
+        TIERS[c.kind] in (DEAD, LOST) for c in s.diagnosis.causes
+    )
+
+
 def ranked(now: float, summaries: Sequence[ModelSummary]) -> list[ModelSummary]:
-    return sorted((s for s in summaries if s.verdict not in FINE), key=lambda s: need_order(now, s))
+    return sorted((s for s in summaries if needs_person(s)), key=lambda s: need_order(now, s))
 
 
 def unknown_backends(summaries: Sequence[ModelSummary]) -> list[Unknown]:
@@ -62,8 +77,10 @@ def check_count(name: str, value: int, high: int) -> int:
     return value
 
 
-async def summarise_all(ctx: Context, models: Sequence[ModelRecord]) -> list[ModelSummary]:
-    return list(await asyncio.gather(*(model_summary(ctx, m, ROLLUP_STEPS) for m in models)))
+async def summarise_all(
+    ctx: Context, models: Sequence[ModelRecord], steps: int = ROLLUP_STEPS
+) -> list[ModelSummary]:
+    return list(await asyncio.gather(*(model_summary(ctx, m, steps) for m in models)))
 
 
 @dataclass(frozen=True)
@@ -105,11 +122,12 @@ async def session_summary(ctx: Context, sid: str, worst: int) -> SessionSummary:
 @dataclass(frozen=True)
 class Attention:
     models: list[ModelSummary]
-    # every live model (its last progress read from the live index) and every model
-    # failed in the last day: the models looked at, so ``needing`` never exceeds it
+    # every live model (read by its last progress, its last failed op and its pace) and
+    # every model failed in the last day: the models looked at, so ``needing`` never
+    # exceeds it
     scanned: int
     needing: int  # how many need a person, this page and the next ones
-    truncated: bool  # more quiet or recently failed models than one answer judges
+    truncated: bool  # more candidates of one kind (quiet, failed, failing, slow, hung) than judged
     end_cursor: str | None
     has_next: bool
     offset: int = 0  # of this page's first model among those needing a person
@@ -120,7 +138,8 @@ class Attention:
         return max(0, self.needing - self.offset - len(self.models))
 
 
-# The most quiet live models (and, apart, recently failed ones) one answer judges.
+# The most candidates of each kind (quiet, recently failed, failing, slow, open too
+# long) one answer judges.
 MAX_JUDGED = 2_000
 _CURSOR = "attention"
 
@@ -140,28 +159,48 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
     The live index scores each live model by its last progress (an op accepted,
     started or finished, step metrics, a state change), so the models that stopped
     (stuck, stalled, lost ops, waiting, idle) are those quiet for longer than a heartbeat
-    timeout: read by score, never by scanning every model. Those, and the models failed
-    in the last day, are judged in full and ranked; ``first`` from ``after`` are shown.
-    A model that keeps moving, however slowly, is not judged here.
+    timeout: read by score, never by scanning every model. The models that keep moving
+    but may need a person are read the same way from the indexes the recorder keeps as
+    it writes: those with an op failed lately, those whose newest steps are slower than
+    their earlier ones past the inspector's ratio, and those with an op open longer
+    than the stuck threshold (every model's open ops in one index). Those, and the models failed in
+    the last day, are judged in full by the model's summary and ranked; ``first`` from
+    ``after`` are shown.
     """
     check_count("first", first, MAX_WORST)
     offset = _offset(after)
+    t = ctx.thresholds
     ask = LiveAsk(
-        quiet_before=ctx.now - ctx.thresholds.heartbeat_stale_s,
+        quiet_before=ctx.now - t.heartbeat_stale_s,
         failed_since=ctx.now - RECENT_FAILURE_S,
         cap=MAX_JUDGED + 1,
+        failing_since=ctx.now - t.failing_within_s,
+        slow_above=t.slow_pace_ratio,
+        open_before=ctx.now - t.stuck_after_s,
     )
     found = await ctx.state.live_models.load(ask)
-    ids = [p.member for p in found.quiet[:MAX_JUDGED] + found.failed[:MAX_JUDGED]]
-    records = await ctx.state.models.load_each(list(dict.fromkeys(ids)), BadRecord)
-    models = [r for r in records if isinstance(r, ModelRecord)]
+    open_too_long = [p.member for p in found.open_ops[:MAX_JUDGED]]
+    hung = await ctx.state.op_models.load_many(open_too_long) if open_too_long else []
+    lists = (found.quiet, found.failed, found.failing, found.slow, found.open_ops)
+    listed = [p.member for part in (found.quiet, found.failed) for p in part[:MAX_JUDGED]]
+    moving = [p.member for p in found.failing[:MAX_JUDGED] + found.slow[:MAX_JUDGED]]
+    moving += [mid for mid in hung if mid is not None]
+    records = await ctx.state.models.load_each(list(dict.fromkeys(listed + moving)), BadRecord)
+    quiet_or_failed = set(listed)
+    models = [
+        r
+        for r in records
+        # a moving model's entry may outlive its life (a late record): live ones only
+        if isinstance(r, ModelRecord)
+        and (r.id in quiet_or_failed or r.state not in TERMINAL_STATES)
+    ]
     live = found.live
     if not scope.sees_everything(ctx):
         seen = await scope.visible_model_ids(ctx, (m.id for m in models))
         models = [m for m in models if m.id in seen]
         live = await _live_of_viewer(ctx)
     failed = sum(1 for m in models if m.state == ModelState.FAILED)
-    summaries = await summarise_all(ctx, models)
+    summaries = await summarise_all(ctx, models, ATTENTION_STEPS)
     needing = ranked(ctx.now, summaries)
     page = needing[offset : offset + first]
     end = offset + len(page)
@@ -169,7 +208,7 @@ async def attention(ctx: Context, first: int, after: str | None = None) -> Atten
         models=page,
         scanned=live + failed,
         needing=len(needing),
-        truncated=len(found.quiet) > MAX_JUDGED or len(found.failed) > MAX_JUDGED,
+        truncated=any(len(part) > MAX_JUDGED for part in lists),
         end_cursor=encode_cursor(_CURSOR, Position(end, "")) if page else after,
         has_next=end < len(needing),
         offset=offset,

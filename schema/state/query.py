@@ -29,7 +29,12 @@ WorkerId = Annotated[
 
 @strawberry.type
 class StateQuery:
-    @strawberry.field(description="Sessions, newest first (live by default).")
+    @strawberry.field(
+        description="Sessions, newest first (live by default). With `owner`, that owner's "
+        "only, filtered before the page is cut: every page is full unless it is the last, "
+        "and `totalCount` counts every match (`INDEXES_NOT_BUILT` until `openrl-inspect "
+        "reindex` ran on older data)."
+    )
     async def sessions(
         self,
         info: Info,
@@ -38,8 +43,12 @@ class StateQuery:
         ] = SessionState.LIVE,
         first: First = None,
         after: After = None,
+        owner: Annotated[
+            str | None, strawberry.argument(description="Only this owner's sessions.")
+        ] = None,
     ) -> Connection[Session]:
-        page = await state_reads.sessions(info.context, state is SessionState.LIVE, first, after)
+        live = state is SessionState.LIVE
+        page = await state_reads.sessions(info.context, live, first, after, owner)
         return Connection.of(page, Session.from_record)
 
     @strawberry.field(

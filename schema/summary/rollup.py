@@ -103,15 +103,17 @@ class Attention:
         description="The first `first` models in need from `after`, most urgent first."
     )
     scanned: int = strawberry.field(
-        description="Models looked at: every live model (its last progress, from the live "
-        "index) and every model failed in the last day."
+        description="Models looked at: every live model (read by its last progress, its "
+        "last failed op, its pace and its open ops, from the recorder's indexes) and every "
+        "model failed in the last day."
     )
     needing: int = strawberry.field(description="How many need a person, on every page.")
     remaining: int = strawberry.field(description="Of those, how many come after this page.")
     has_next_page: bool = strawberry.field(description="Whether `remaining` is above zero.")
     end_cursor: str | None = strawberry.field(description="`after` for the next page.")
     truncated: bool = strawberry.field(
-        description="More quiet or recently failed models than one answer judges."
+        description="More candidates of one kind (quiet, recently failed, with failing ops, "
+        "slowed down, with an op open too long) than one answer judges."
     )
 
 
@@ -142,9 +144,11 @@ class SessionSummaryFields:
 class SummaryQuery:
     @strawberry.field(
         description="The models that most need a person, ranked: failed, lost, stuck, "
-        "stalled, waiting. Looks at every live model: those quiet for longer than the "
-        "heartbeat timeout, and those failed in the last day, are judged in full; paged "
-        "with `after`."
+        "stalled, waiting, slow, then progressing with ops failing. Looks at every live "
+        "model: those quiet for longer than the heartbeat timeout, those still moving with "
+        "an op failed in the last hour, steps slower than their own past or an op open "
+        "past the stuck threshold (from the recorder's indexes), and those failed in the "
+        "last day, are judged in full; paged with `after`."
     )
     async def attention(
         self,

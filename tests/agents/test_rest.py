@@ -211,6 +211,31 @@ async def test_inventory_filters_its_page_by_owner_and_model_state(
     assert states == {"ACTIVE"}
 
 
+async def test_inventory_reads_an_owners_sessions_before_the_page_is_cut(
+    client: httpx.AsyncClient,
+) -> None:
+    whole = (await client.get(f"{PREFIX}/inventory?first=50&models=1")).json()["data"]
+    assert not whole["sessions"]["pageInfo"]["hasNextPage"]  # every live session
+    nodes = whole["sessions"]["nodes"]
+    # An owner other than the newest session's: a page of one read first and filtered
+    # after would be empty for it.
+    owner = next(s["owner"] for s in reversed(nodes) if s["owner"] != nodes[0]["owner"])
+    mine = [s["id"] for s in nodes if s["owner"] == owner]
+    seen: list[str] = []
+    after = ""
+    while True:
+        resp = await client.get(f"{PREFIX}/inventory?first=1&models=1&owner={owner}{after}")
+        conforms("/inventory", 200, resp.json())
+        page = resp.json()["data"]["sessions"]
+        assert page["totalCount"] == len(mine)  # exact, not the count of a page
+        assert len(page["nodes"]) == 1  # every page full: filtered before the cap
+        seen += [s["id"] for s in page["nodes"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = f"&after={page['pageInfo']['endCursor']}"
+    assert seen == mine  # the same order as the whole list, each once
+
+
 async def test_a_backend_down_is_503_and_a_part_missing_is_200_with_errors() -> None:
     from openrl_inspect.adapters.redis import RedisSettings, RedisStateStore
     from openrl_inspect.simulator import SimConfig

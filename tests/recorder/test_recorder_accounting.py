@@ -66,6 +66,7 @@ class Tally:
     ops: list[tuple[str, str]] = field(default_factory=list)
     batches: dict[str, int] = field(default_factory=dict)
     logs: int = 0
+    steps: dict[str, int] = field(default_factory=dict)  # step finishes per model
     invalid: int = 0  # records whose status, state or level the domain does not know
 
 
@@ -76,6 +77,7 @@ RECORD = st.one_of(
     st.tuples(st.just("state"), st.sampled_from(["active", "ended", "paused"])),
     st.tuples(st.just("log"), st.sampled_from(["INFO", "warn", "loud"])),
     st.tuples(st.just("malformed"), st.just("")),
+    st.tuples(st.just("step"), st.sampled_from(MODELS)),
 )
 STEP = st.one_of(
     st.tuples(st.just("record"), st.lists(RECORD, min_size=1, max_size=30)),
@@ -104,6 +106,10 @@ def record(rec: Recorder, calls: list[tuple[str, str]], tally: Tally) -> None:
         elif what == "state":
             rec.model_state("m-c", arg)
             tally.invalid += arg == "paused"
+        elif what == "step":  # consecutive steps, each a second: the pace index moves
+            n = tally.steps.get(arg, 0)
+            rec.step_metrics(arg, n, {"loss": 0.5}, finished=True, at=1_000.0 + n)
+            tally.steps[arg] = n + 1
         elif what == "log":
             rec.client_log(MODELS[n % 2], arg, "a line")
             tally.logs += 1
@@ -177,3 +183,11 @@ def test_every_record_is_accounted_at_every_moment_through_faults(
     )
     stored = sum(client.zcard(keys.sampler_batches(m)) for m in MODELS)
     assert stored == sum(tally.batches.values()) - dropped.get("sampler_batch", 0)
+    # The moving models' indexes hold only what was recorded: the steps' even pace
+    # (replays and retries leave the score a first write gives), m-c's failures.
+    paces = client.zrange(keys.MODELS_PACE, 0, -1, withscores=True)
+    assert all(float(pair[1]) == 1.0 for pair in paces)
+    assert set(client.zrange(keys.MODELS_PACE, 0, -1)) <= {
+        m for m, n in tally.steps.items() if n >= 8
+    }
+    assert set(client.zrange(keys.MODELS_FAILING, 0, -1)) <= {"m-c"}

@@ -244,6 +244,11 @@ def _record_calls() -> strategies.SearchStrategy[list[tuple[str, tuple[Any, ...]
             strategies.just("step_metrics"),
             strategies.tuples(IDS, TIMES, strategies.just({"loss": 0.5})),
         ),
+        # A step's end: the pace index (``oi:models:pace``) moves with the finishes seen.
+        strategies.tuples(
+            strategies.just("step_metrics"),
+            strategies.tuples(IDS, TIMES, strategies.just({"loss": 0.5}), strategies.just(True)),
+        ),
         strategies.tuples(
             strategies.just("heartbeat"),
             strategies.tuples(
@@ -297,6 +302,20 @@ def _record_calls() -> strategies.SearchStrategy[list[tuple[str, tuple[Any, ...]
         ("op_accepted", ("a", "o1", "forward", 0, "a")),
         ("op_started", ("a", "o1", "a")),
     ]
+)
+# A run of step finishes long enough to be scored (``oi:models:pace``), a step finished
+# again, one finishing late, the model ended and started again, and failed ops around.
+@example(
+    calls=[("step_metrics", ("a", n, {"loss": 0.5}, True)) for n in range(9)]
+    + [
+        ("op_finished", ("a", "o1", "failed")),
+        ("step_metrics", ("a", 8, {"loss": 0.5}, True)),
+        ("step_metrics", ("a", 3, {"loss": 0.5}, True)),
+        ("model_state", ("a", "ended")),
+        ("op_finished", ("a", "o2", "failed")),
+    ]
+    + [("step_metrics", ("a", n, {"loss": 0.5}, True)) for n in range(9, 18)]
+    + [("model_state", ("a", "active")), ("step_metrics", ("a", 18, {"loss": 0.5}, True))]
 )
 def test_a_combined_batch_leaves_what_record_by_record_writes_leave(
     calls: list[tuple[str, tuple[Any, ...]]],

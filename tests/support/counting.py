@@ -8,7 +8,7 @@ from openrl_inspect.adapters.redis import RedisStateStore
 
 CALLS = (
     "pages", "sessions", "models", "steps", "ops", "op_models", "workers", "placements", "rollups",
-    "model_pages", "live_models",
+    "model_pages", "session_pages", "live_models",
 )  # fmt: skip
 
 
@@ -36,7 +36,7 @@ class CountingStore:
             out = await target(*args, **kwargs)
             batch = args[0] if args else None
             self.records += len(batch) if isinstance(batch, list | tuple) else 1
-            if name in ("pages", "model_pages"):
+            if name in ("pages", "model_pages", "session_pages"):
                 self.records += sum(len(getattr(page, "items", ())) for page in out)
             return out
 

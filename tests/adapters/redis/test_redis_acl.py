@@ -149,6 +149,29 @@ async def test_the_inspector_reads_under_its_user(
     assert body["data"], body
 
 
+async def test_the_inspector_reads_an_owners_lists_under_its_user(
+    server: RedisServer, history: Simulation
+) -> None:
+    # The lists filtered before the page is cut read every member of an index (ZRANGE)
+    # and check the candidates in another (ZMSCORE): the REST /inventory?owner= and
+    # GET /models?owner= documents.
+    admin = client_as(server, "openrl-recorder")
+    owner = await admin.hget(f"oi:{{s:{sorted(history.sessions)[0]}}}:session", "owner")
+    await admin.aclose()
+    query = """query($owner: String) {
+      sessions(owner: $owner) { totalCount nodes { owner } }
+      models(owner: $owner) { totalCount }
+    }"""
+    store = _store(server)
+    async with app_client(store) as client:
+        body = await gql(client, query, owner=owner)
+    await store.aclose()
+    assert not body.get("errors"), body.get("errors")
+    assert body["data"]["sessions"]["totalCount"] >= 1
+    assert {s["owner"] for s in body["data"]["sessions"]["nodes"]} == {owner}
+    assert body["data"]["models"]["totalCount"] >= 1
+
+
 @pytest.mark.parametrize(
     "command",
     [
