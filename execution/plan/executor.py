@@ -15,6 +15,7 @@ runs its own resolver inside the plan (``PlanStats.resolved``).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -68,30 +69,36 @@ class Plans:
 
     def __init__(self, size: int = MAX_PLANS) -> None:
         self.size = size
+        # The app's loop and the terminal's own (``cli``) may share a schema.
+        self._lock = threading.Lock()
         self._plans: OrderedDict[tuple[int, tuple[Any, ...]], _Plan] = OrderedDict()
         self._variables: OrderedDict[int, tuple[Any, tuple[str, ...]]] = OrderedDict()
 
     def directive_variables(self, operation: Any, fragments: dict[str, Any]) -> tuple[str, ...]:
-        known = self._variables.get(id(operation))
-        if known is not None and known[0] is operation:
-            return known[1]
+        with self._lock:
+            known = self._variables.get(id(operation))
+            if known is not None and known[0] is operation:
+                return known[1]
         names = directive_variables(operation, fragments)
-        self._variables[id(operation)] = (operation, names)
-        if len(self._variables) > self.size:
-            self._variables.popitem(last=False)
+        with self._lock:
+            self._variables[id(operation)] = (operation, names)
+            if len(self._variables) > self.size:
+                self._variables.popitem(last=False)
         return names
 
     def get(self, key: tuple[int, tuple[Any, ...]], operation: Any) -> _Plan | None:
-        plan = self._plans.get(key)
-        if plan is None or plan.operation is not operation:
-            return None
-        self._plans.move_to_end(key)
-        return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None or plan.operation is not operation:
+                return None
+            self._plans.move_to_end(key)
+            return plan
 
     def put(self, key: tuple[int, tuple[Any, ...]], plan: _Plan) -> None:
-        self._plans[key] = plan
-        if len(self._plans) > self.size:
-            self._plans.popitem(last=False)
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > self.size:
+                self._plans.popitem(last=False)
 
 
 class PlanExecutor(StrawberryGraphQLCoreExecutionContext):

@@ -220,3 +220,25 @@ def test_schema_middleware_sends_a_whole_operation_to_the_stock_path() -> None:
 
 def test_siblings_cancelled_by_a_failed_field_leave_shared_keys_alone(world: World) -> None:
     check_siblings(world)
+
+
+def test_a_plan_is_compiled_once_per_document_and_directive_values(world: World) -> None:
+    from openrl_inspect.core.principal import ANONYMOUS_OPERATOR
+    from openrl_inspect.execution.run import Request, Runner
+
+    schema = build_schema(Switches(single_flight=False))
+    stats = schema.execution_stats
+    assert stats is not None
+    # The Runner parses a text once: one plan per operation and directive values.
+    runner = Runner(schema, Settings(switches=Switches(single_flight=False)))
+    text = "query($yes: Boolean!) { sessions(first: 2) { totalCount @include(if: $yes) } }"
+    answers = [
+        world.loop.run_until_complete(
+            runner.run(Request(text, {"yes": yes}), world.backends, ANONYMOUS_OPERATOR)
+        )
+        for yes in (True, True, False, False, True)
+    ]
+    assert stats.compiled == 2 and stats.planned == 5
+    assert all(not a.errors for a in answers)
+    assert "totalCount" in answers[0].data["sessions"]  # type: ignore[index]
+    assert "totalCount" not in answers[2].data["sessions"]  # type: ignore[index]
