@@ -28,8 +28,13 @@ from openrl_inspect.core.errors import InvalidInput
 MAX_CHARS = 65_536
 
 
+# One encoder for every cursor: ``json.dumps`` with options builds a new encoder per
+# call, which cost as much as the encoding itself (a cluster view makes 9,000 cursors).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(kind: str, *fields: Any) -> str:
-    raw = json.dumps([kind, *fields], separators=(",", ":"), ensure_ascii=False)
+    raw = _COMPACT.encode([kind, *fields])
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

@@ -70,44 +70,6 @@ class Pod(PodLogFields, PodEventFields):
     node_name: str | None = strawberry.field(
         description="The node it is bound to (`spec.nodeName`); null while unscheduled."
     )
-    labels: JSON = strawberry.field(description="Its `metadata.labels`, name -> value.")
-    model_id: str | None = strawberry.field(description="Its `openrl.ai/model-id` label.")
-    role: str | None = strawberry.field(description="Its `openrl.ai/role` label.")
-    gpu_request: int = strawberry.field(
-        description="`nvidia.com/gpu` it requests through the device plugin (DRA GPUs "
-        "come through its claims instead)."
-    )
-    owner_kind: str | None = strawberry.field(
-        description="Its controlling owner reference's kind (Job, JobSet...)."
-    )
-    owner_name: str | None = strawberry.field(description="Its controlling owner reference's name.")
-    created_at: datetime | None = strawberry.field(
-        description="`metadata.creationTimestamp` (UTC)."
-    )
-    started_at: datetime | None = strawberry.field(
-        description="`status.startTime` (UTC): when the kubelet accepted it."
-    )
-    deleting: bool = strawberry.field(
-        description="True once deletion began (`metadata.deletionTimestamp` set)."
-    )
-    conditions: list[KubeCondition] = strawberry.field(
-        description="Its `status.conditions` (PodScheduled, Ready...)."
-    )
-    containers: list[Container] = strawberry.field(
-        description="Init containers first, then the others, as in its status."
-    )
-    restarts: int = strawberry.field(
-        description="Restarts of all its containers (init containers included)."
-    )
-    oom_killed: bool = strawberry.field(
-        description="A container's current state or last termination is an OOM kill."
-    )
-    scheduling_failure: PodSchedulingFailure | None = strawberry.field(
-        description="Why it has no node (PodScheduled false); null once scheduled."
-    )
-    claim_names: list[str] = strawberry.field(description="Its ResourceClaims' names.")
-    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
-
     _record: strawberry.Private[PodRecord]
 
     @classmethod
@@ -118,28 +80,81 @@ class Pod(PodLogFields, PodEventFields):
             uid=rec.uid,
             phase=rec.phase,
             node_name=rec.node_name,
-            labels=as_json(dict(rec.labels)),
-            model_id=rec.model_id,
-            role=rec.worker_role,
-            gpu_request=rec.gpu_request,
-            owner_kind=rec.owner_kind,
-            owner_name=rec.owner_name,
-            created_at=ts(rec.created),
-            started_at=ts(rec.started),
-            deleting=rec.deleting,
-            conditions=conditions(rec.conditions),
-            containers=[Container.from_record(c) for c in rec.containers],
-            restarts=terminations.restarts(rec),
-            oom_killed=terminations.oom_killed(rec),
-            scheduling_failure=(
-                PodSchedulingFailure.from_record(rec.scheduling_failure)
-                if rec.scheduling_failure
-                else None
-            ),
-            claim_names=list(rec.claim_names),
-            source=LIVE,
             _record=rec,
         )
+
+    # The other fields read the record when asked, rather than in ``from_record``: a
+    # cluster view makes thousands of pods (every GPU holder's) and asks for their names
+    # and phases alone, and converting times, copying labels and building conditions
+    # and containers cost most of making a pod. Methods, not attributes, keep the
+    # schema's field order (Strawberry lists a type's methods after its attributes).
+    @strawberry.field(description="Its `metadata.labels`, name -> value.")
+    def labels(self) -> JSON:
+        return as_json(dict(self._record.labels))
+
+    @strawberry.field(description="Its `openrl.ai/model-id` label.")
+    def model_id(self) -> str | None:
+        return self._record.model_id
+
+    @strawberry.field(description="Its `openrl.ai/role` label.")
+    def role(self) -> str | None:
+        return self._record.worker_role
+
+    @strawberry.field(
+        description="`nvidia.com/gpu` it requests through the device plugin (DRA GPUs "
+        "come through its claims instead)."
+    )
+    def gpu_request(self) -> int:
+        return self._record.gpu_request
+
+    @strawberry.field(description="Its controlling owner reference's kind (Job, JobSet...).")
+    def owner_kind(self) -> str | None:
+        return self._record.owner_kind
+
+    @strawberry.field(description="Its controlling owner reference's name.")
+    def owner_name(self) -> str | None:
+        return self._record.owner_name
+
+    @strawberry.field(description="`metadata.creationTimestamp` (UTC).")
+    def created_at(self) -> datetime | None:
+        return ts(self._record.created)
+
+    @strawberry.field(description="`status.startTime` (UTC): when the kubelet accepted it.")
+    def started_at(self) -> datetime | None:
+        return ts(self._record.started)
+
+    @strawberry.field(description="True once deletion began (`metadata.deletionTimestamp` set).")
+    def deleting(self) -> bool:
+        return self._record.deleting
+
+    @strawberry.field(description="Its `status.conditions` (PodScheduled, Ready...).")
+    def conditions(self) -> list[KubeCondition]:
+        return conditions(self._record.conditions)
+
+    @strawberry.field(description="Init containers first, then the others, as in its status.")
+    def containers(self) -> list[Container]:
+        return [Container.from_record(c) for c in self._record.containers]
+
+    @strawberry.field(description="Restarts of all its containers (init containers included).")
+    def restarts(self) -> int:
+        return terminations.restarts(self._record)
+
+    @strawberry.field(description="A container's current state or last termination is an OOM kill.")
+    def oom_killed(self) -> bool:
+        return terminations.oom_killed(self._record)
+
+    @strawberry.field(description="Why it has no node (PodScheduled false); null once scheduled.")
+    def scheduling_failure(self) -> PodSchedulingFailure | None:
+        failure = self._record.scheduling_failure
+        return PodSchedulingFailure.from_record(failure) if failure else None
+
+    @strawberry.field(description="Its ResourceClaims' names.")
+    def claim_names(self) -> list[str]:
+        return list(self._record.claim_names)
+
+    @strawberry.field(description=SOURCE_DESCRIPTION)
+    def source(self) -> str:
+        return LIVE
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:

@@ -17,7 +17,6 @@ from openrl_inspect.schema.shown import shown, shows
 from openrl_inspect.schema.state.sampling import ModelSamplingFields
 from openrl_inspect.schema.summary.model import ModelSummaryFields
 from openrl_inspect.schema.timeline.types import ModelTimelineFields
-from openrl_inspect.state.decode import JsonField
 from openrl_inspect.state.records import ModelRecord
 from strawberry.scalars import JSON
 
@@ -58,57 +57,69 @@ class Model(
         description="The base model the LoRA adapter trains on, as the client named it."
     )
     state: ModelState = strawberry.field(description="Its lifecycle state now (Redis).")
-    state_since: datetime | None = strawberry.field(
-        description="When it entered `state` (UTC); null when not recorded."
-    )
-    created_at: datetime | None = strawberry.field(
-        description="When OpenRL created it (UTC); null when not recorded."
-    )
-    transitions: list[StateTransition] = strawberry.field(
-        description="The last time the model entered each state, in time order."
-    )
-    failure_reason: str | None = strawberry.field(
+
+    _record: strawberry.Private[ModelRecord]
+
+    @classmethod
+    def from_record(cls, rec: ModelRecord) -> Model:
+        return cls(
+            id=strawberry.ID(rec.id),
+            session_id=strawberry.ID(rec.session_id),
+            base_model=rec.base_model,
+            state=ModelState(rec.state),
+            _record=rec,
+        )
+
+    # The other fields read the record when asked, rather than in ``from_record``: a
+    # cluster view makes a model for each of thousands of GPU holders and asks for its
+    # id and state alone; sorting the transitions and converting times cost most of
+    # making one. Methods, not attributes, keep the schema's field order (Strawberry
+    # lists a type's methods after its attributes).
+    @strawberry.field(description="When it entered `state` (UTC); null when not recorded.")
+    def state_since(self) -> datetime | None:
+        return ts(self._record.state_at)
+
+    @strawberry.field(description="When OpenRL created it (UTC); null when not recorded.")
+    def created_at(self) -> datetime | None:
+        return ts(self._record.created_at)
+
+    @strawberry.field(description="The last time the model entered each state, in time order.")
+    def transitions(self) -> list[StateTransition]:
+        entered = sorted(self._record.transitions.items(), key=lambda kv: kv[1])
+        return [
+            StateTransition(state=ModelState(s), at=ts(at))  # type: ignore[arg-type]
+            for s, at in entered
+        ]
+
+    @strawberry.field(
         description="Why OpenRL marked it failed, verbatim (up to 64 KiB); null unless FAILED."
     )
-    latest_step: int | None = strawberry.field(description="Highest step number recorded.")
-    step_count: int = strawberry.field(description="Steps taken (steps are numbered from 0).")
-    kept_steps: int = strawberry.field(description="Steps still kept after retention trimming.")
+    def failure_reason(self) -> str | None:
+        return self._record.failure_reason
 
-    _lora: strawberry.Private[JsonField]
-    _settings: strawberry.Private[JsonField]
+    @strawberry.field(description="Highest step number recorded.")
+    def latest_step(self) -> int | None:
+        return self._record.latest_step
+
+    @strawberry.field(description="Steps taken (steps are numbered from 0).")
+    def step_count(self) -> int:
+        latest = self._record.latest_step
+        return 0 if latest is None else latest + 1
+
+    @strawberry.field(description="Steps still kept after retention trimming.")
+    def kept_steps(self) -> int:
+        return self._record.kept_steps
 
     @strawberry.field(description="LoRA configuration (rank, alpha, targets...).")
     def lora(self) -> JSON:
-        return as_json(self._lora.value())
+        return as_json(self._record.lora.value())
 
     @strawberry.field(
         description="The training settings the client gave (learning rate, batch size...), "
         "as stored in Redis."
     )
     def settings(self) -> JSON:
-        return as_json(self._settings.value())
-
-    @classmethod
-    def from_record(cls, rec: ModelRecord) -> Model:
-        transitions = sorted(rec.transitions.items(), key=lambda kv: kv[1])
-        return cls(
-            id=strawberry.ID(rec.id),
-            session_id=strawberry.ID(rec.session_id),
-            base_model=rec.base_model,
-            state=ModelState(rec.state),
-            state_since=ts(rec.state_at),
-            created_at=ts(rec.created_at),
-            transitions=[
-                StateTransition(state=ModelState(s), at=ts(at))  # type: ignore[arg-type]
-                for s, at in transitions
-            ],
-            failure_reason=rec.failure_reason,
-            latest_step=rec.latest_step,
-            step_count=0 if rec.latest_step is None else rec.latest_step + 1,
-            kept_steps=rec.kept_steps,
-            _lora=rec.lora,
-            _settings=rec.settings,
-        )
+        return as_json(self._record.settings.value())
 
     @strawberry.field(description="The session that created it; null when its record is gone.")
     async def session(self, info: Info) -> SessionT | None:
