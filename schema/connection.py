@@ -52,8 +52,16 @@ class PageInfo:
 
 @strawberry.type(description="One item of a page with the cursor that resumes after it.")
 class Edge(Generic[T]):
-    cursor: str = strawberry.field(description="Pass as `after` to resume after this item.")
-    node: T = strawberry.field(description="The item.")
+    _cursor: strawberry.Private[str | Cursor]  # encoded when selected (``Cursor``)
+    _node: strawberry.Private[object]  # a T
+
+    @strawberry.field(description="Pass as `after` to resume after this item.")
+    def cursor(self) -> str:
+        return str(self._cursor)
+
+    @strawberry.field(description="The item.")
+    def node(self) -> T:
+        return cast(T, self._node)
 
 
 @strawberry.type(

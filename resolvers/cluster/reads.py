@@ -38,7 +38,7 @@ from openrl_inspect.resolvers.cluster.names import (
     check_namespace,
 )
 from openrl_inspect.resolvers.context import Context
-from openrl_inspect.resolvers.paging import page_size
+from openrl_inspect.resolvers.paging import Cursor, page_size
 from openrl_inspect.resolvers.state import reads as state_reads
 from openrl_inspect.state.keys import valid_id
 from openrl_inspect.state.records import ModelRecord
@@ -57,9 +57,10 @@ QUEUE_PEERS = 1000  # Workloads of a namespace, for a position in the queue
 
 @dataclass(frozen=True)
 class LivePage(Generic[R]):
-    """One page of live records, each with the cursor that resumes after it."""
+    """One page of live records, each with the cursor that resumes after it (encoded
+    when read: the cluster view selects none of its 9,000)."""
 
-    items: list[tuple[str, R]]
+    items: list[tuple[str | Cursor, R]]
     truncated: bool
     degraded: bool
     has_previous: bool
@@ -81,11 +82,17 @@ def decode_cursor(kind: str, cursor: str, size: int) -> list[str]:
 def _page(
     kind: str, listing: Listing[R], parts: Callable[[R], Sequence[str]], after: str | None
 ) -> LivePage[R]:
-    items = [(encode_cursor(kind, parts(r)), r) for r in listing.items]
+    items: list[tuple[str | Cursor, R]] = [
+        (Cursor(_item_cursor, kind, parts, r), r) for r in listing.items
+    ]
     whole = after is None and not listing.truncated
     return LivePage(
         items, listing.truncated, listing.degraded, after is not None, len(items) if whole else None
     )
+
+
+def _item_cursor(kind: str, parts: Callable[[R], Sequence[str]], rec: R) -> str:
+    return encode_cursor(kind, parts(rec))
 
 
 def _node_parts(n: NodeRecord) -> list[str]:

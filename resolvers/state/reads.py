@@ -148,7 +148,7 @@ async def _owned_sessions(
     page = await ctx.state.session_pages.load(query)
     records = await _each(ctx.state.sessions, _ids(page.items)) if page.items else []
     items = [
-        (Cursor(SESSIONS_CURSOR, pos), rec)
+        (Cursor(encode_cursor, SESSIONS_CURSOR, pos), rec)
         for pos, rec in zip(page.items, records, strict=True)
         if rec is not None
     ]
@@ -204,7 +204,7 @@ async def models(
     page = await ctx.state.model_pages.load(query)
     records = await _each(ctx.state.models, _ids(page.items)) if page.items else []
     items = [
-        (Cursor(MODELS_CURSOR, pos), rec)
+        (Cursor(encode_cursor, MODELS_CURSOR, pos), rec)
         for pos, rec in zip(page.items, records, strict=True)
         if rec is not None
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import strawberry
 from openrl_inspect.adapters.kubernetes import Condition, KindStatus, SourceStatus, Taint
@@ -48,18 +48,18 @@ class LiveConnection(Generic[T]):
 
     @strawberry.field(description="The nodes of `edges`, without cursors.")
     def nodes(self) -> list[T]:
-        return [edge.node for edge in self.edges]
+        return [cast(T, edge._node) for edge in self.edges]
 
     @classmethod
     def of(cls, page: LivePage[R], make: Callable[[R], T]) -> LiveConnection[T]:
-        edges = [Edge(cursor=cursor, node=make(rec)) for cursor, rec in page.items]
+        edges: list[Edge[T]] = [Edge(_cursor=cursor, _node=make(rec)) for cursor, rec in page.items]
         return cls(
             edges=edges,
             page_info=PageInfo(
                 has_next_page=page.truncated,
                 has_previous_page=page.has_previous,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
+                start_cursor=str(edges[0]._cursor) if edges else None,
+                end_cursor=str(edges[-1]._cursor) if edges else None,
             ),
             total_count=page.total,
             truncated=page.truncated,
