@@ -11,19 +11,14 @@ from openrl_inspect.adapters.kubernetes import GpuDevice
 from openrl_inspect.resolvers.cluster import holders as cluster_holders
 from openrl_inspect.resolvers.cluster import reads as cluster_reads
 from openrl_inspect.resolvers.cluster.reads import LivePage
+from openrl_inspect.schema.cluster import gpu_health
 from openrl_inspect.schema.cluster.common import (
     DEGRADED_DESCRIPTION,
     LIVE,
     SOURCE_DESCRIPTION,
     LiveConnection,
 )
-from openrl_inspect.schema.cluster.gpu_health import (
-    DeviceTaintType,
-    GpuHealth,
-    GpuKind,
-    health,
-    kind,
-)
+from openrl_inspect.schema.cluster.gpu_health import DeviceTaintType, GpuHealth, GpuKind
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.fields import GpuMetricsFields
 from openrl_inspect.schema.shown import shown
@@ -86,60 +81,6 @@ class Gpu(GpuMetricsFields):
     device: str = strawberry.field(
         description="The device name in its pool (`gpu-0`; a MIG slice `gpu-0-mig-...`)."
     )
-    kind: GpuKind = strawberry.field(description="A whole GPU or a MIG slice of one.")
-    profile: str | None = strawberry.field(
-        description="A MIG slice's profile (`1g.10gb`: compute slices and memory); null "
-        "for a whole GPU."
-    )
-    parent_uuid: str | None = strawberry.field(
-        description="A MIG slice's GPU, by UUID; null for a whole GPU."
-    )
-    parent_device: str | None = strawberry.field(
-        description="A MIG slice's GPU, by device name (`gpu-0`), whether or not the "
-        "driver publishes the GPU itself (static MIG publishes only its slices)."
-    )
-    pool_generation: int = strawberry.field(
-        description="The pool's generation it was published in (`spec.pool.generation`)."
-    )
-    node_name: str | None = strawberry.field(
-        description="The node it is on (its ResourceSlice's `spec.nodeName`)."
-    )
-    index: int | None = strawberry.field(
-        description="Its `index` attribute (NVIDIA's driver before 25.8)."
-    )
-    minor: int | None = strawberry.field(
-        description="A whole GPU's minor number: its `minor` attribute, or from its name "
-        "`gpu-<minor>` (drivers from 25.8 publish no `minor`)."
-    )
-    product_name: str | None = strawberry.field(
-        description="Its `productName` attribute (NVIDIA H100 80GB HBM3...)."
-    )
-    architecture: str | None = strawberry.field(
-        description="Its `architecture` attribute (Hopper...)."
-    )
-    driver_version: str | None = strawberry.field(
-        description="Its `driverVersion` attribute: the NVIDIA driver's version."
-    )
-    pci_bus_id: str | None = strawberry.field(
-        description="Its PCI address: `resource.kubernetes.io/pciBusID` (`pcieBusID` "
-        "before driver 25.12)."
-    )
-    memory_bytes: float | None = strawberry.field(description="Device memory (bytes).")
-    health: GpuHealth = strawberry.field(
-        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it, "
-        "or, for a MIG slice, off its GPU (counted unhealthy, never free, in capacity)."
-    )
-    taints: list[DeviceTaintType] = strawberry.field(
-        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name, "
-        "then (a MIG slice) those it inherits from its GPU (`inheritedFrom`)."
-    )
-    taint_rules_not_evaluated: list[str] = strawberry.field(
-        description="DeviceTaintRules that may taint it but need a CEL selector or a "
-        "DeviceClass (resource.k8s.io/v1alpha3 before 1.35) the inspector cannot "
-        "evaluate: not in `taints` nor `health`; check them by hand."
-    )
-    source: str = strawberry.field(description=SOURCE_DESCRIPTION)
-
     _record: strawberry.Private[GpuDevice]
     _held: strawberry.Private[cluster_holders.GpuHeld]
 
@@ -151,26 +92,106 @@ class Gpu(GpuMetricsFields):
             driver=rec.driver,
             pool=rec.pool,
             device=rec.device,
-            kind=kind(rec),
-            profile=rec.profile,
-            parent_uuid=rec.parent_uuid,
-            parent_device=rec.parent_device,
-            pool_generation=rec.pool_generation,
-            node_name=rec.node_name,
-            index=rec.index,
-            minor=rec.minor,
-            product_name=rec.product_name,
-            architecture=rec.architecture,
-            driver_version=rec.driver_version,
-            pci_bus_id=rec.pci_bus_id,
-            memory_bytes=None if rec.memory_bytes is None else float(rec.memory_bytes),
-            health=health(rec),
-            taints=[DeviceTaintType.from_record(t) for t in rec.taints],
-            taint_rules_not_evaluated=list(rec.rules_not_evaluated),
-            source=LIVE,
             _record=rec,
             _held=held,
         )
+
+    # The other fields read the record when asked, rather than in ``from_record``: a
+    # cluster view makes 8,000 GPUs and asks for three of their twenty fields. Methods,
+    # not attributes, keep the schema's field order (Strawberry lists a type's methods
+    # after its attributes).
+    @strawberry.field(description="A whole GPU or a MIG slice of one.")
+    def kind(self) -> GpuKind:
+        return gpu_health.kind(self._record)
+
+    @strawberry.field(
+        description="A MIG slice's profile (`1g.10gb`: compute slices and memory); null "
+        "for a whole GPU."
+    )
+    def profile(self) -> str | None:
+        return self._record.profile
+
+    @strawberry.field(description="A MIG slice's GPU, by UUID; null for a whole GPU.")
+    def parent_uuid(self) -> str | None:
+        return self._record.parent_uuid
+
+    @strawberry.field(
+        description="A MIG slice's GPU, by device name (`gpu-0`), whether or not the "
+        "driver publishes the GPU itself (static MIG publishes only its slices)."
+    )
+    def parent_device(self) -> str | None:
+        return self._record.parent_device
+
+    @strawberry.field(
+        description="The pool's generation it was published in (`spec.pool.generation`)."
+    )
+    def pool_generation(self) -> int:
+        return self._record.pool_generation
+
+    @strawberry.field(description="The node it is on (its ResourceSlice's `spec.nodeName`).")
+    def node_name(self) -> str | None:
+        return self._record.node_name
+
+    @strawberry.field(description="Its `index` attribute (NVIDIA's driver before 25.8).")
+    def index(self) -> int | None:
+        return self._record.index
+
+    @strawberry.field(
+        description="A whole GPU's minor number: its `minor` attribute, or from its name "
+        "`gpu-<minor>` (drivers from 25.8 publish no `minor`)."
+    )
+    def minor(self) -> int | None:
+        return self._record.minor
+
+    @strawberry.field(description="Its `productName` attribute (NVIDIA H100 80GB HBM3...).")
+    def product_name(self) -> str | None:
+        return self._record.product_name
+
+    @strawberry.field(description="Its `architecture` attribute (Hopper...).")
+    def architecture(self) -> str | None:
+        return self._record.architecture
+
+    @strawberry.field(description="Its `driverVersion` attribute: the NVIDIA driver's version.")
+    def driver_version(self) -> str | None:
+        return self._record.driver_version
+
+    @strawberry.field(
+        description="Its PCI address: `resource.kubernetes.io/pciBusID` (`pcieBusID` "
+        "before driver 25.12)."
+    )
+    def pci_bus_id(self) -> str | None:
+        return self._record.pci_bus_id
+
+    @strawberry.field(description="Device memory (bytes).")
+    def memory_bytes(self) -> float | None:
+        rec = self._record
+        return None if rec.memory_bytes is None else float(rec.memory_bytes)
+
+    @strawberry.field(
+        description="UNHEALTHY when a NoSchedule/NoExecute taint keeps new claims off it, "
+        "or, for a MIG slice, off its GPU (counted unhealthy, never free, in capacity)."
+    )
+    def health(self) -> GpuHealth:
+        return gpu_health.health(self._record)
+
+    @strawberry.field(
+        description="Its DRA device taints: its driver's, then DeviceTaintRules' by name, "
+        "then (a MIG slice) those it inherits from its GPU (`inheritedFrom`)."
+    )
+    def taints(self) -> list[DeviceTaintType]:
+        return [DeviceTaintType.from_record(t) for t in self._record.taints]
+
+    @strawberry.field(
+        description="DeviceTaintRules that may taint it but need a CEL selector or a "
+        "DeviceClass (resource.k8s.io/v1alpha3 before 1.35) the inspector cannot "
+        "evaluate: not in `taints` nor `health`; check them by hand."
+    )
+    def taint_rules_not_evaluated(self) -> list[str]:
+        return list(self._record.rules_not_evaluated)
+
+    @strawberry.field(description=SOURCE_DESCRIPTION)
+    def source(self) -> str:
+        return LIVE
 
     @strawberry.field(description=DEGRADED_DESCRIPTION)
     async def degraded(self, info: Info) -> bool:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Protocol, cast
 
 import strawberry
+from openrl_inspect.adapters.kubernetes import GpuDevice
 from openrl_inspect.resolvers.metrics import reads as metrics_reads
 from openrl_inspect.schema.common import Info
 from openrl_inspect.schema.metrics.types import (
@@ -51,9 +52,8 @@ class _Held(Protocol):
 
 
 class _Device(Protocol):
-    uuid: str | None
-    node_name: str | None
-    index: int | None
+    # The GPU's record: its node and index are fields read from it when asked.
+    _record: GpuDevice
 
 
 class _Named(Protocol):
@@ -172,7 +172,7 @@ class GpuMetricsFields:
 
     @strawberry.field(description="Its mean DCGM duty over the window.")
     async def duty(self, info: Info, window_seconds: Window = DUTY_WINDOW_S) -> GpuDuty | None:
-        dev = cast(_Device, self)
+        dev = cast(_Device, self)._record
         rec = await metrics_reads.device_duty(
             info.context, dev.uuid, dev.node_name, dev.index, window_seconds
         )
@@ -191,7 +191,7 @@ class GpuMetricsFields:
         end: RangeEnd = None,
         step: Step = None,
     ) -> GpuSeries | None:
-        dev = cast(_Device, self)
+        dev = cast(_Device, self)._record
         key = metrics_reads.device_key(dev.uuid, dev.node_name, dev.index)
         if key is None:
             return None
