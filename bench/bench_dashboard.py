@@ -2,7 +2,8 @@
 
 The demo's app over a static simulated world of 1,000 models (50 sessions x 20, 6 steps
 each) and 1,000 GPU nodes (600 H100 + 400 H200, 8 GPUs each), served by uvicorn on a
-loopback port. Each round opens each page fresh (from about:blank) and waits for its
+loopback port, its state in a real redis-server the benchmark starts (as in production:
+the demo's in-process fakeredis would be what is measured at this size). Each round opens each page fresh (from about:blank) and waits for its
 first data row (``[data-model]`` on the overview, ``[data-gpu]`` on the cluster page);
 the pages alternate so neither always runs warm. Printed per page: when its first row
 was drawn and when its GraphQL answer arrived, median (min, max) over the rounds.
@@ -28,24 +29,26 @@ from openrl_inspect.cli.demo import DemoSettings, demo_backends
 from openrl_inspect.simulator import SimConfig
 from openrl_inspect.web.app import UI, create_app
 from openrl_inspect.web.health import HealthSettings
+from openrl_inspect.web.server import Server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.browser import chromium_page
 from support.ports import free_port, wait_for_port
+from support.redis_server import RedisServer
 
 PAGES = {"overview": "[data-model]", "cluster": "[data-gpu]"}
 QUERIES = Path(__file__).resolve().parents[1] / "static" / "ui" / "queries"
 DOCS = {name: (QUERIES / f"{name}.graphql").read_text() for name in PAGES}
 
 
-def serve(world: SimConfig) -> tuple[str, uvicorn.Server, threading.Thread]:
+def serve(world: SimConfig, redis_url: str) -> tuple[str, uvicorn.Server, threading.Thread]:
     # No ticks: the bench measures the pages, not the simulation's writes (a tick over
     # 1,000 models holds the event loop for seconds, and the figures swung 10x with it).
-    demo = DemoSettings(tick_s=1e9)
+    demo = DemoSettings(tick_s=1e9, redis_url=redis_url)
     app = create_app(lambda: demo_backends(demo, world), health=HealthSettings(interval_s=0))
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-    server = uvicorn.Server(config)
+    server = Server(config)  # serve's: the collector frozen after start-up, idle-time runs
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for_port(port, timeout_s=600)
@@ -63,7 +66,8 @@ def main() -> None:
         nodes_per_pool=(("h100", 600), ("h200", 400)),
     )
     started = time.perf_counter()
-    base, server, thread = serve(world)
+    redis = RedisServer().start()
+    base, server, thread = serve(world, redis.url)
     print(f"world up in {time.perf_counter() - started:.1f} s: 1,000 models, 1,000 nodes")
     times: dict[str, list[float]] = {name: [] for name in PAGES}
     queried: dict[str, list[float]] = {name: [] for name in PAGES}
@@ -97,6 +101,7 @@ def main() -> None:
                 queried[name].append(time.perf_counter() - t0)
     server.should_exit = True
     thread.join(30)
+    redis.cleanup()
     for name in PAGES:
         rows = (
             ("drawn", times[name]),

@@ -153,7 +153,10 @@ async def demo_backends(
         server = fakeredis.FakeServer()
         writer = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
         store = RedisStateStore.in_memory(server)
-    rec = AsyncRecorder(writer, batch_size=1 << 30)
+    # The world is written whole before the demo answers, in one batch, never shed for
+    # want of room. (At 1,000 models that batch outlasts the recorder's attempt timeout
+    # on the in-process fakeredis: give the demo a Redis, `demo --redis-url`.)
+    rec = AsyncRecorder(writer, batch_size=1 << 30, capacity=1 << 30)
     config = world or SimConfig(
         seed=demo.seed,
         sessions=demo.sessions,
@@ -163,7 +166,7 @@ async def demo_backends(
     sim = Simulation(config, rec)
     now = time.time()
     populate(sim, now)
-    await rec.flush()
+    await rec.flush(timeout_s=600.0)
     if announce is not None:
         announce(sim)
     backends = Backends(state=store)

@@ -133,7 +133,9 @@ def protocol(http: HttpSettings) -> type[GuardedH11Protocol]:
     return type("Protocol", (GuardedH11Protocol,), bounds)
 
 
-class _Server(uvicorn.Server):
+class Server(uvicorn.Server):
+    """uvicorn's server with the collector as `serve` runs it (``web.collector``)."""
+
     gc_settings = GcSettings()
     _collector: asyncio.Task[None] | None = None
 
@@ -174,6 +176,6 @@ def serve(
         timeout_keep_alive=max(1, round(http.keep_alive_s)),
         h11_max_incomplete_event_size=http.max_header_bytes,
     )
-    runner = _Server(config)
+    runner = Server(config)
     runner.gc_settings = gc_settings or GcSettings()
     runner.run()
