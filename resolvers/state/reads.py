@@ -15,7 +15,7 @@ from openrl_inspect.resolvers.paging import Cursor, Paged, page_size, paged
 from openrl_inspect.state.decode import MAX_INT
 from openrl_inspect.state.filters import MAX_CANDIDATES, ModelQuery, SessionQuery
 from openrl_inspect.state.keys import MODEL_STATES, valid_id
-from openrl_inspect.state.paging import ListRef, Position, decode_cursor, encode_cursor
+from openrl_inspect.state.paging import ListRef, Page, Position, decode_cursor, encode_cursor
 from openrl_inspect.state.records import (
     ModelRecord,
     OpRecord,
@@ -146,14 +146,7 @@ async def _owned_sessions(
     position = decode_cursor(SESSIONS_CURSOR, after) if after else None
     query = SessionQuery(size, (owner,) if visible else (), live, position)
     page = await ctx.state.session_pages.load(query)
-    records = await _each(ctx.state.sessions, _ids(page.items)) if page.items else []
-    items = [
-        (Cursor(encode_cursor, SESSIONS_CURSOR, pos), rec)
-        for pos, rec in zip(page.items, records, strict=True)
-        if rec is not None
-    ]
-    end = encode_cursor(SESSIONS_CURSOR, page.items[-1]) if page.items else None
-    return Paged(items, page.total, page.has_next, position is not None, end)
+    return await _indexed(page, ctx.state.sessions, SESSIONS_CURSOR, position)
 
 
 # Free text from OpenRL (an owner, a base model) is refused past this many characters.
@@ -202,13 +195,24 @@ async def models(
     position = decode_cursor(MODELS_CURSOR, after) if after else None
     query = ModelQuery(size, position, state, owners, session, base_model)
     page = await ctx.state.model_pages.load(query)
-    records = await _each(ctx.state.models, _ids(page.items)) if page.items else []
+    return await _indexed(page, ctx.state.models, MODELS_CURSOR, position)
+
+
+async def _indexed(
+    page: Page,
+    loader: BatchLoader[str, R | None],
+    cursor: str,
+    position: Position | None,
+) -> Paged[R]:
+    """A page read from the indexes, with its records (a missing one left out) and its
+    cursors (encoded when read)."""
+    records = await _each(loader, _ids(page.items)) if page.items else []
     items = [
-        (Cursor(encode_cursor, MODELS_CURSOR, pos), rec)
+        (Cursor(encode_cursor, cursor, pos), rec)
         for pos, rec in zip(page.items, records, strict=True)
         if rec is not None
     ]
-    end = encode_cursor(MODELS_CURSOR, page.items[-1]) if page.items else None
+    end = encode_cursor(cursor, page.items[-1]) if page.items else None
     return Paged(items, page.total, page.has_next, position is not None, end)
 
 
