@@ -84,9 +84,10 @@ async def test_the_demo_holds_its_steady_state_for_hours(redis_server: RedisServ
     await writer.flushdb()
     settings = RecorderSettings(publish_counters=False, recorder_id="sim")
     rec = AsyncRecorder(writer, batch_size=1 << 30, settings=settings)
-    # Generous timeouts: the judgement of every model is not what is measured here.
+    # Generous timeouts: the judgement of every model is not what is measured here (a
+    # connection opened while redis-server applies the recorder's batch waited > 1 s in CI).
     store = RedisStateStore.from_settings(
-        RedisSettings(url=url, timeout_s=30.0, pool_timeout_s=30.0)
+        RedisSettings(url=url, timeout_s=30.0, pool_timeout_s=30.0, connect_timeout_s=30.0)
     )
     demo = DemoSettings()
     config = SimConfig(
