@@ -73,14 +73,21 @@ SUMMARIES = """
 """
 
 
+# Round trips of SUMMARIES (14 on a quiet host), with room for batches split by timing.
+SUMMARY_TRIPS = 28
+
+
 @pytest.mark.redis_server
-async def test_summaries_cost_the_same_round_trips_at_10_and_500_models(
+async def test_summaries_round_trips_do_not_grow_with_the_models(
     redis_server: RedisServer,
 ) -> None:
     wire_10, _, got_10 = await _trips_for(redis_server.url, 10, SUMMARIES)
     wire_500, _, got_500 = await _trips_for(redis_server.url, 500, SUMMARIES)
     assert (got_10, got_500) == (10, 500)
-    assert wire_10 == wire_500
+    # The judgements run off the loop (resolvers.pacing): on a loaded host a level's loads
+    # can be sent as two batches (a CI run: 18 at 10 models, 14 at 500). What must not
+    # happen is growth with the models: unbatched, 500 summaries cost thousands.
+    assert wire_10 <= SUMMARY_TRIPS and wire_500 <= SUMMARY_TRIPS, (wire_10, wire_500)
 
 
 @pytest.mark.redis_server
